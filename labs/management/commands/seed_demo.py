@@ -1,0 +1,63 @@
+import datetime as dt
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils import timezone
+
+from labs.inventory import demo_specs
+from labs.services import inventory_sync
+from portal.accounts.models import Role
+from portal.accounts.services import course_upsert, user_upsert
+
+DEMO_USERS = [
+    # username, role, courses
+    ("admin", Role.ADMIN, []),
+    ("teacher", Role.TEACHER, ["DL-101", "CV-210"]),
+    ("teacher2", Role.TEACHER, ["NLP-220"]),
+    ("student", Role.STUDENT, ["DL-101", "CV-210"]),
+    ("student2", Role.STUDENT, ["DL-101"]),
+    ("student3", Role.STUDENT, ["DL-101", "NLP-220"]),
+    ("student4", Role.STUDENT, ["NLP-220"]),
+    ("alumnus", Role.STUDENT, ["ML-2025S"]),
+]
+
+
+def demo_password(username: str) -> str:
+    return f"{username}-demo"
+
+
+class Command(BaseCommand):
+    help = "Make a demo lab: nodes gpu01..gpu40 (one RTX 4090 each), courses, and demo users of every role."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--nodes", type=int, default=40, help="How many demo nodes (default 40).")
+        parser.add_argument(
+            "--force", action="store_true", help="Allow it with DEBUG off (demo passwords are public!)."
+        )
+
+    def handle(self, *args, **options):
+        if not settings.DEBUG and not options["force"]:
+            raise CommandError("seed_demo makes users with public passwords; with DEBUG off it needs --force.")
+        if not 1 <= options["nodes"] <= 99:
+            raise CommandError("--nodes must be between 1 and 99.")
+        today = timezone.localdate()
+        with transaction.atomic():
+            report = inventory_sync(specs=demo_specs(options["nodes"]), source="demo")
+            term = (today - dt.timedelta(days=30), today + dt.timedelta(days=90))
+            course_upsert(code="DL-101", name="Deep Learning", term_start=term[0], term_end=term[1])
+            course_upsert(code="CV-210", name="Computer Vision", term_start=term[0], term_end=term[1])
+            course_upsert(code="NLP-220", name="Natural Language Processing", term_start=term[0], term_end=term[1])
+            course_upsert(
+                code="ML-2025S",
+                name="Machine Learning (last term)",
+                term_start=today - dt.timedelta(days=200),
+                term_end=today - dt.timedelta(days=60),
+            )
+            for username, role, courses in DEMO_USERS:
+                user_upsert(username=username, role=role, password=demo_password(username), course_codes=courses)
+
+        self.stdout.write(self.style.SUCCESS(f"Demo lab ready: {report}."))
+        self.stdout.write("Demo users (username / password / role):")
+        for username, role, _ in DEMO_USERS:
+            self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")

@@ -1,0 +1,129 @@
+"""Writes about the lab: inventory sync, cordon and uncordon."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from django.db import transaction
+from django.utils import timezone
+
+from labs.backends.inventory import InventoryBackend, get_inventory_backend
+from labs.inventory import NodeSpec
+from labs.models import Gpu, Node, NodeStatus
+from portal.accounts.models import User
+from portal.errors import Conflict
+
+
+@dataclasses.dataclass
+class SyncReport:
+    created: list[str] = dataclasses.field(default_factory=list)
+    updated: list[str] = dataclasses.field(default_factory=list)
+    marked_down: list[str] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{len(self.created)} nodes added, {len(self.updated)} updated, {len(self.marked_down)} marked down"
+
+
+def _set_status(node: Node, status: str, reason: str) -> bool:
+    if node.status == status and node.status_reason == reason:
+        return False
+    node.status = status
+    node.status_reason = reason
+    node.status_changed_at = timezone.now()
+    return True
+
+
+@transaction.atomic
+def inventory_sync(*, specs: list[NodeSpec], source: str, prune: bool = False) -> SyncReport:
+    """Make the Node and Gpu rows match what the source says.
+
+    Nodes are never deleted (the ledger refers to their GPUs); a node that left the source
+    is marked down when `prune` is set.
+    """
+    report = SyncReport()
+    existing = {node.name: node for node in Node.objects.select_for_update().prefetch_related("gpus")}
+    for spec in specs:
+        node = existing.get(spec.name)
+        created = node is None
+        if created:
+            node = Node(name=spec.name, status_changed_at=timezone.now())
+        changed = created or node.labels != spec.labels or node.source != source
+        node.labels = dict(spec.labels)
+        node.source = source
+        if spec.ready is False:
+            changed |= _set_status(node, NodeStatus.DOWN, "Kubernetes reports the node NotReady.")
+        elif spec.unschedulable:
+            if node.status != NodeStatus.CORDONED:
+                changed |= _set_status(node, NodeStatus.CORDONED, "Cordoned in Kubernetes.")
+        elif (
+            spec.ready is True
+            and node.status != NodeStatus.READY
+            or spec.ready is None
+            and node.status == NodeStatus.DOWN
+            and node.status_reason.startswith("No longer")
+        ):
+            changed |= _set_status(node, NodeStatus.READY, "")
+        node.full_clean()
+        node.save()
+        changed |= _sync_gpus(node, spec, created)
+        if created:
+            report.created.append(node.name)
+        elif changed:
+            report.updated.append(node.name)
+
+    if prune:
+        listed = {spec.name for spec in specs}
+        for name, node in existing.items():
+            if name not in listed and node.status != NodeStatus.DOWN:
+                _set_status(node, NodeStatus.DOWN, f"No longer in the {source} inventory.")
+                node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+                report.marked_down.append(name)
+    return report
+
+
+def _sync_gpus(node: Node, spec: NodeSpec, created: bool) -> bool:
+    changed = False
+    current = {} if created else {gpu.index: gpu for gpu in node.gpus.all()}
+    for gpu_spec in spec.gpus:
+        gpu = current.pop(gpu_spec.index, None) or Gpu(node=node, index=gpu_spec.index)
+        values = {"model": gpu_spec.model, "memory_mb": gpu_spec.memory_mb}
+        if gpu_spec.uuid:
+            values["uuid"] = gpu_spec.uuid
+        if gpu.pk is None or any(getattr(gpu, key) != value for key, value in values.items()):
+            for key, value in values.items():
+                setattr(gpu, key, value)
+            gpu.save()
+            changed = True
+    # GPUs that left the node go, unless the ledger still refers to them.
+    for gpu in current.values():
+        if not gpu.allocations.exists():
+            gpu.delete()
+            changed = True
+    return changed
+
+
+def node_cordon(*, node: Node, by: User, reason: str = "", backend: InventoryBackend | None = None) -> Node:
+    """Stop placing new work on the node; what runs there keeps running."""
+    backend = backend or get_inventory_backend()
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        if node.status == NodeStatus.CORDONED:
+            return node
+        if node.status == NodeStatus.DOWN:
+            raise Conflict(f"{node.name} is down; it cannot be cordoned until it is back.")
+        backend.set_unschedulable(node.name, True)
+        _set_status(node, NodeStatus.CORDONED, reason or f"Cordoned by {by.username}.")
+        node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+    return node
+
+
+def node_uncordon(*, node: Node, by: User, backend: InventoryBackend | None = None) -> Node:
+    backend = backend or get_inventory_backend()
+    with transaction.atomic():
+        node = Node.objects.select_for_update().get(pk=node.pk)
+        if node.status != NodeStatus.CORDONED:
+            return node
+        backend.set_unschedulable(node.name, False)
+        _set_status(node, NodeStatus.READY, "")
+        node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+    return node

@@ -1,0 +1,16 @@
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from labs.selectors import lab_summary, nodes_visible_to
+
+
+@login_required
+def node_list(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "")
+    nodes = nodes_visible_to(request.user)
+    if status in ("ready", "cordoned", "down"):
+        nodes = nodes.filter(status=status)
+    else:
+        status = ""
+    return render(request, "labs/nodes.html", {"nodes": nodes, "lab": lab_summary(), "status": status})

@@ -1,0 +1,180 @@
+"""People: users with a role, courses with a term, enrollments, and quota overrides."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from django.contrib.auth.models import AbstractUser, UserManager
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import Q
+
+
+class Role(models.TextChoices):
+    STUDENT = "student", "Student"
+    TEACHER = "teacher", "Teacher"
+    ADMIN = "admin", "Admin"
+
+
+class PortalUserManager(UserManager):
+    def create_superuser(self, username, email=None, password=None, **extra_fields):
+        extra_fields.setdefault("role", Role.ADMIN)
+        return super().create_superuser(username, email, password, **extra_fields)
+
+
+class User(AbstractUser):
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT, db_index=True)
+
+    objects = PortalUserManager()
+
+    class Meta:
+        ordering = ["username"]
+
+    def save(self, *args, **kwargs):
+        # The admin console is for lab admins: the role decides, Django's flag follows it.
+        self.is_staff = self.role == Role.ADMIN or self.is_superuser
+        super().save(*args, **kwargs)
+
+    @property
+    def is_lab_admin(self) -> bool:
+        return self.role == Role.ADMIN or self.is_superuser
+
+    @property
+    def is_teacher(self) -> bool:
+        return self.role == Role.TEACHER
+
+    @property
+    def is_student(self) -> bool:
+        return self.role == Role.STUDENT and not self.is_superuser
+
+    @property
+    def may_reserve_nodes(self) -> bool:
+        return self.is_teacher or self.is_lab_admin
+
+
+course_code_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$",
+    "Use letters, digits, dots, dashes and underscores (at most 32), starting with a letter or digit.",
+)
+
+
+class Course(models.Model):
+    code = models.CharField(max_length=32, unique=True, validators=[course_code_validator])
+    name = models.CharField(max_length=200)
+    term_start = models.DateField()
+    term_end = models.DateField(help_text="Students lose the access this course gives them after this day.")
+    teachers = models.ManyToManyField(User, related_name="courses_taught", blank=True)
+    students = models.ManyToManyField(User, through="Enrollment", related_name="courses_enrolled", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["code"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(term_end__gte=models.F("term_start")), name="course_term_ends_after_start"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} — {self.name}"
+
+    def clean(self) -> None:
+        if self.term_start and self.term_end and self.term_end < self.term_start:
+            raise ValidationError({"term_end": "The term cannot end before it starts."})
+
+    def is_active_on(self, day: dt.date) -> bool:
+        return self.term_start <= day <= self.term_end
+
+
+class Enrollment(models.Model):
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="enrollments")
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrollments")
+    enrolled_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["course__code", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["user", "course"], name="enrollment_once_per_course")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.course.code}"
+
+
+class Quota(models.Model):
+    """Limits for one role (the policy), one course, or one user (overrides).
+
+    A blank limit inherits: user override, then the most generous active course, then
+    the role's policy, then the built-in default for the role.
+    """
+
+    role = models.CharField(max_length=16, choices=Role.choices, null=True, blank=True, unique=True)
+    course = models.OneToOneField(Course, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
+    user = models.OneToOneField(User, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
+
+    max_notebooks = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Notebooks running at the same time."
+    )
+    notebook_gpu_share = models.DecimalField(
+        max_digits=4,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0.05")), MaxValueValidator(Decimal("1"))],
+        help_text="Largest share of one GPU a notebook may take (1 = a whole 4090).",
+    )
+    gpu_hours_week = models.DecimalField(
+        max_digits=8,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="GPU-hours per week (Monday 00:00 in the lab's time zone), notebooks and jobs together.",
+    )
+    max_jobs = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Training jobs running at once.")
+    max_gpus_per_job = models.PositiveSmallIntegerField(null=True, blank=True)
+    reservation_max_nodes = models.PositiveSmallIntegerField(null=True, blank=True)
+    reservation_max_hours = models.DecimalField(
+        max_digits=6, decimal_places=1, null=True, blank=True, validators=[MinValueValidator(Decimal("0"))]
+    )
+    note = models.CharField(max_length=200, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    LIMIT_FIELDS = (
+        "max_notebooks",
+        "notebook_gpu_share",
+        "gpu_hours_week",
+        "max_jobs",
+        "max_gpus_per_job",
+        "reservation_max_nodes",
+        "reservation_max_hours",
+    )
+
+    class Meta:
+        ordering = ["role", "course__code", "user__username"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(role__isnull=False, course__isnull=True, user__isnull=True)
+                    | Q(role__isnull=True, course__isnull=False, user__isnull=True)
+                    | Q(role__isnull=True, course__isnull=True, user__isnull=False)
+                ),
+                name="quota_has_exactly_one_scope",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Quota for {self.scope_label}"
+
+    @property
+    def scope_label(self) -> str:
+        if self.role:
+            return f"role {self.role}"
+        if self.course_id:
+            return f"course {self.course.code}"
+        return f"user {self.user.username}"
+
+    def clean(self) -> None:
+        scopes = [bool(self.role), self.course_id is not None, self.user_id is not None]
+        if sum(scopes) != 1:
+            raise ValidationError("A quota applies to exactly one of: a role, a course, or a user.")

@@ -1,0 +1,132 @@
+"""Reads about people: their courses and the quota in force for them."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from decimal import Decimal
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from portal.accounts.models import Course, Quota, Role, User
+
+# The policy a role gets when an admin has not written one (or left a limit blank).
+ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
+    Role.STUDENT: {
+        "max_notebooks": 1,
+        "notebook_gpu_share": Decimal("0.25"),
+        "gpu_hours_week": Decimal("20"),
+        "max_jobs": 2,
+        "max_gpus_per_job": 1,
+        "reservation_max_nodes": 0,
+        "reservation_max_hours": Decimal("0"),
+    },
+    Role.TEACHER: {
+        "max_notebooks": 2,
+        "notebook_gpu_share": Decimal("1"),
+        "gpu_hours_week": Decimal("200"),
+        "max_jobs": 8,
+        "max_gpus_per_job": 8,
+        "reservation_max_nodes": 40,
+        "reservation_max_hours": Decimal("8"),
+    },
+    Role.ADMIN: {
+        "max_notebooks": 4,
+        "notebook_gpu_share": Decimal("1"),
+        "gpu_hours_week": Decimal("10000"),
+        "max_jobs": 40,
+        "max_gpus_per_job": 40,
+        "reservation_max_nodes": 40,
+        "reservation_max_hours": Decimal("168"),
+    },
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotaLimits:
+    max_notebooks: int
+    notebook_gpu_share: Decimal
+    gpu_hours_week: Decimal
+    max_jobs: int
+    max_gpus_per_job: int
+    reservation_max_nodes: int
+    reservation_max_hours: Decimal
+    # Where each limit came from, for the person reading it: "user", "course CS101", "role", "default".
+    sources: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict[str, int | float]:
+        return {
+            name: (float(value) if isinstance(value, Decimal) else value)
+            for name, value in dataclasses.asdict(self).items()
+            if name != "sources"
+        }
+
+
+def _role_of(user: User) -> str:
+    return Role.ADMIN if user.is_lab_admin else user.role
+
+
+def courses_active_for(user: User, *, today: dt.date | None = None) -> QuerySet[Course]:
+    """Courses that currently give this user access: enrolled or teaching, term not over."""
+    today = today or timezone.localdate()
+    return (
+        Course.objects.filter(Q(enrollments__user=user) | Q(teachers=user))
+        .filter(term_start__lte=today, term_end__gte=today)
+        .distinct()
+    )
+
+
+def courses_of(user: User) -> list[dict]:
+    """Every course the user belongs to, with their part in it and whether it is in term."""
+    today = timezone.localdate()
+    taught = Course.objects.filter(teachers=user)
+    enrolled = Course.objects.filter(enrollments__user=user)
+    rows: dict[int, dict] = {}
+    for part, qs in (("teacher", taught), ("student", enrolled)):
+        for course in qs:
+            rows.setdefault(
+                course.pk,
+                {
+                    "code": course.code,
+                    "name": course.name,
+                    "role": part,
+                    "term_start": course.term_start,
+                    "term_end": course.term_end,
+                    "active": course.is_active_on(today),
+                },
+            )
+    return sorted(rows.values(), key=lambda row: row["code"])
+
+
+def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
+    role = _role_of(user)
+    values: dict[str, int | Decimal] = dict(ROLE_DEFAULTS[role])
+    sources = {name: "default" for name in values}
+
+    role_policy = Quota.objects.filter(role=role).first()
+    if role_policy:
+        for name in Quota.LIMIT_FIELDS:
+            if getattr(role_policy, name) is not None:
+                values[name] = getattr(role_policy, name)
+                sources[name] = "role"
+
+    course_quotas = Quota.objects.filter(course__in=courses_active_for(user, today=today)).select_related("course")
+    for name in Quota.LIMIT_FIELDS:
+        best = None
+        for quota in course_quotas:
+            value = getattr(quota, name)
+            if value is not None and (best is None or value > best[0]):
+                best = (value, quota.course.code)
+        if best is not None:
+            values[name] = best[0]
+            sources[name] = f"course {best[1]}"
+
+    user_quota = Quota.objects.filter(user=user).first()
+    if user_quota:
+        for name in Quota.LIMIT_FIELDS:
+            if getattr(user_quota, name) is not None:
+                values[name] = getattr(user_quota, name)
+                sources[name] = "user"
+
+    return QuotaLimits(**values, sources=sources)

@@ -1,0 +1,72 @@
+"""Writes about people. Keyword-only, typed, one transaction each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from portal.accounts.models import Course, Enrollment, Role, User
+
+
+@transaction.atomic
+def user_upsert(
+    *,
+    username: str,
+    role: str,
+    password: str | None = None,
+    email: str | None = None,
+    course_codes: Iterable[str] = (),
+) -> tuple[User, bool]:
+    """Create or update a user with a role; students are enrolled in and teachers teach the courses named."""
+    if role not in Role.values:
+        raise ValidationError({"role": f"Unknown role {role!r}; use one of {', '.join(Role.values)}."})
+    codes = list(dict.fromkeys(course_codes))
+    courses = {course.code: course for course in Course.objects.filter(code__in=codes)}
+    missing = [code for code in codes if code not in courses]
+    if missing:
+        raise ValidationError({"course": f"No course with code {', '.join(missing)}."})
+
+    user = User.objects.select_for_update().filter(username=username).first()
+    created = user is None
+    if created:
+        user = User(username=username)
+    user.role = role
+    if email is not None:
+        user.email = email
+    if password is not None:
+        user.set_password(password)
+    elif created:
+        user.set_unusable_password()
+    user.full_clean(exclude=["password"])
+    user.save()
+
+    for code in codes:
+        course = courses[code]
+        if role == Role.STUDENT:
+            Enrollment.objects.get_or_create(user=user, course=course)
+        else:
+            course.teachers.add(user)
+    return user, created
+
+
+@transaction.atomic
+def token_issue(*, user: User, regenerate: bool = False) -> str:
+    """The user's API token; with regenerate, the old one stops working at once."""
+    if regenerate:
+        Token.objects.filter(user=user).delete()
+    token, _ = Token.objects.get_or_create(user=user)
+    return token.key
+
+
+@transaction.atomic
+def course_upsert(*, code: str, name: str, term_start, term_end) -> Course:
+    course = Course.objects.select_for_update().filter(code=code).first() or Course(code=code)
+    course.name = name
+    course.term_start = term_start
+    course.term_end = term_end
+    course.full_clean()
+    course.save()
+    return course

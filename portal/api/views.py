@@ -1,0 +1,61 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from labs.selectors import usage_of
+from portal.accounts.selectors import courses_of, effective_quota
+
+
+class CourseOut(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.ChoiceField(choices=["student", "teacher"], help_text="Your part in the course.")
+    term_start = serializers.DateField()
+    term_end = serializers.DateField()
+    active = serializers.BooleanField(help_text="False once the term is over.")
+
+
+class QuotaOut(serializers.Serializer):
+    max_notebooks = serializers.IntegerField()
+    notebook_gpu_share = serializers.FloatField()
+    gpu_hours_week = serializers.FloatField()
+    max_jobs = serializers.IntegerField()
+    max_gpus_per_job = serializers.IntegerField()
+    reservation_max_nodes = serializers.IntegerField()
+    reservation_max_hours = serializers.FloatField()
+
+
+class UsageOut(serializers.Serializer):
+    gpu_hours_week = serializers.FloatField()
+    notebooks_running = serializers.IntegerField()
+    jobs_running = serializers.IntegerField()
+    jobs_queued = serializers.IntegerField()
+    week_started_at = serializers.DateTimeField()
+
+
+class MeOut(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.CharField()
+    email = serializers.EmailField(allow_blank=True)
+    courses = CourseOut(many=True)
+    quota = QuotaOut()
+    usage = UsageOut()
+
+
+class MeApi(APIView):
+    @extend_schema(responses=MeOut, summary="Who I am, my courses, my limits and my usage")
+    def get(self, request):
+        user = request.user
+        usage = usage_of(user)
+        # No job queue exists before the jobs app has one; until then nothing can be queued.
+        usage.setdefault("jobs_queued", 0)
+        body = {
+            "username": user.username,
+            "role": "admin" if user.is_lab_admin else user.role,
+            "email": user.email,
+            "courses": courses_of(user),
+            "quota": effective_quota(user).as_dict(),
+            "usage": usage,
+        }
+        return Response(MeOut(body).data)

@@ -1,0 +1,42 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from labs import api as labs_api
+from labs import views as labs_views
+from portal import ops
+from portal.api import views as portal_api
+from portal.api.errors import json_not_found
+from portal.web import views as web
+
+admin.site.site_header = "GPU Lab Portal — admin console"
+admin.site.site_title = "GPU Lab admin"
+admin.site.index_title = "Run the lab"
+
+api_v1 = [
+    path("me/", portal_api.MeApi.as_view(), name="me"),
+    path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # Unknown API paths answer in JSON even with DEBUG on.
+    re_path(r"^.*$", json_not_found),
+]
+
+urlpatterns = [
+    path("", web.dashboard, name="dashboard"),
+    path("login/", web.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("account/", web.account, name="account"),
+    path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
+    path("lab/nodes/", labs_views.node_list, name="nodes"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include((api_v1, "api"))),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
+]
+
+handler404 = "portal.web.errors.not_found"
+handler500 = "portal.web.errors.server_error"

@@ -1,0 +1,89 @@
+"""The people-facing pages: sign in, dashboards per role, account. Thin: gather, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
+
+from labs.selectors import lab_summary, usage_of
+from portal.accounts.models import Role, User
+from portal.accounts.selectors import courses_of, effective_quota
+from portal.accounts.services import token_issue
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "auth/login.html"
+    redirect_authenticated_user = True
+
+    def form_invalid(self, form):
+        # A failed sign-in is bad input: say so with a 400, and the form shows why.
+        response = super().form_invalid(form)
+        response.status_code = 400
+        return response
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    template_name = "auth/password_change.html"
+    success_url = reverse_lazy("account")
+
+    def form_valid(self, form):
+        messages.success(self.request, "Your password was changed.")
+        return super().form_valid(form)
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        response.status_code = 400
+        return response
+
+
+def _meter(used: float, allowed: float) -> dict:
+    percent = 0 if allowed <= 0 else min(100, round(100 * used / allowed))
+    level = "ok" if percent < 80 else ("warn" if percent < 100 else "full")
+    return {"used": used, "allowed": allowed, "percent": percent, "level": level}
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    user: User = request.user
+    quota = effective_quota(user)
+    usage = usage_of(user)
+    context = {
+        "quota": quota,
+        "usage": usage,
+        "courses": courses_of(user),
+        "lab": lab_summary(),
+        "meters": {
+            "gpu_hours": _meter(usage["gpu_hours_week"], float(quota.gpu_hours_week)),
+            "notebooks": _meter(usage["notebooks_running"], quota.max_notebooks),
+            "jobs": _meter(usage["jobs_running"], quota.max_jobs),
+        },
+    }
+    if user.is_lab_admin:
+        context["people"] = {role: User.objects.filter(role=role).count() for role in Role.values}
+        template = "dashboard/admin.html"
+    elif user.is_teacher:
+        template = "dashboard/teacher.html"
+    else:
+        template = "dashboard/student.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request: HttpRequest) -> HttpResponse:
+    token = Token.objects.filter(user=request.user).first()
+    if request.method == "POST":
+        regenerate = token is not None
+        if regenerate and request.POST.get("confirm") != "yes":
+            messages.error(request, "Tick the box to confirm: the old token stops working at once.")
+            return render(request, "account.html", {"token": token}, status=400)
+        token_issue(user=request.user, regenerate=regenerate)
+        messages.success(request, "A new API token was made." if regenerate else "Your API token was made.")
+        return redirect("account")
+    return render(request, "account.html", {"token": token})
