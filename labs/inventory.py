@@ -181,14 +181,14 @@ def _checked(specs: list[NodeSpec]) -> list[NodeSpec]:
 
 def parse_inventory_file(path: str | Path) -> list[NodeSpec]:
     path = Path(path)
+    parsers = {".csv": parse_csv, ".yaml": parse_yaml, ".yml": parse_yaml}
+    parser = parsers.get(path.suffix.lower())
+    if parser is None:
+        raise InventoryError(f"The inventory file must end in .yaml, .yml or .csv, got {path.name}.")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InventoryError(f"Cannot read the inventory file {path}: {exc.strerror}.") from None
     except UnicodeDecodeError:
         raise InventoryError(f"The inventory file {path} is not UTF-8 text.") from None
-    if path.suffix.lower() == ".csv":
-        return parse_csv(text)
-    if path.suffix.lower() in (".yaml", ".yml"):
-        return parse_yaml(text)
-    raise InventoryError(f"The inventory file must end in .yaml, .yml or .csv, got {path.name}.")
+    return parser(text)

@@ -156,6 +156,8 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "COERCE_DECIMAL_TO_STRING": False,
+    "DEFAULT_THROTTLE_RATES": {"token": envstr("TOKEN_THROTTLE_RATE", "20/min")},
 }
 
 SPECTACULAR_SETTINGS = {
@@ -163,6 +165,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The v1 contract of GPU Lab Portal: people, nodes, reservations, jobs, notebooks, usage.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
 }

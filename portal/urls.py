@@ -16,6 +16,7 @@ admin.site.index_title = "Run the lab"
 
 api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
+    path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

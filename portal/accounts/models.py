@@ -37,6 +37,13 @@ class User(AbstractUser):
         self.is_staff = self.role == Role.ADMIN or self.is_superuser
         super().save(*args, **kwargs)
 
+    def has_perm(self, perm, obj=None) -> bool:
+        # Lab admins run the whole console without hand-picked Django permissions.
+        return (self.is_active and self.role == Role.ADMIN) or super().has_perm(perm, obj)
+
+    def has_module_perms(self, app_label) -> bool:
+        return (self.is_active and self.role == Role.ADMIN) or super().has_module_perms(app_label)
+
     @property
     def is_lab_admin(self) -> bool:
         return self.role == Role.ADMIN or self.is_superuser

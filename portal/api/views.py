@@ -1,10 +1,13 @@
+from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from labs.selectors import usage_of
 from portal.accounts.selectors import courses_of, effective_quota
+from portal.accounts.services import token_issue
 
 
 class CourseOut(serializers.Serializer):
@@ -59,3 +62,34 @@ class MeApi(APIView):
             "usage": usage,
         }
         return Response(MeOut(body).data)
+
+
+class TokenIn(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=256, trim_whitespace=False)
+
+
+class TokenOut(serializers.Serializer):
+    token = serializers.CharField()
+
+
+class TokenApi(APIView):
+    """Trade a username and password for the user's API token (for scripts)."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "token"
+
+    def get_authenticate_header(self, request) -> str:
+        return "Token"  # so a failed sign-in is a 401, as for every other credential
+
+    @extend_schema(request=TokenIn, responses=TokenOut, summary="Get your API token with your password")
+    def post(self, request):
+        data = TokenIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request, **data.validated_data)
+        if user is None:
+            # One answer for unknown users and wrong passwords: never reveal which accounts exist.
+            raise exceptions.AuthenticationFailed("Wrong username or password.")
+        return Response({"token": token_issue(user=user)})

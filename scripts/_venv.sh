@@ -1,0 +1,29 @@
+# Sourced by run.sh and test.sh: make .venv with the pinned dependencies, reinstalling when pyproject changes.
+# Usage: ensure_venv [extras]
+ensure_venv() {
+  local extras="${1:-}" spec="." stamp
+  [ -n "$extras" ] && spec=".[$extras]"
+  local python="${PYTHON:-}"
+  if [ -z "$python" ]; then
+    for candidate in python3.12 python3.11 python3; do
+      if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+        python="$candidate"; break
+      fi
+    done
+  fi
+  if [ -z "$python" ]; then
+    echo "Python 3.11 or newer is needed (python3.11 / python3.12 on PATH)." >&2; return 1
+  fi
+  if [ ! -x .venv/bin/python ]; then
+    echo "==> creating .venv with $python"
+    "$python" -m venv .venv
+  fi
+  stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${extras:-base}"
+  if [ ! -f "$stamp" ]; then
+    echo "==> installing dependencies ($spec)"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e "$spec"
+    touch "$stamp"
+  fi
+  export PATH="$PWD/.venv/bin:$PATH"
+}

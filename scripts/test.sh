@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run the whole test suite on PostgreSQL and Redis, installing what it needs first.
+# Extra arguments go to pytest, e.g. scripts/test.sh tests/labs -x
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the tests drive: Debian's Chromium (browser tests) and docker-compose (compose file check).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+bash scripts/services.sh
+. scripts/_venv.sh
+ensure_venv dev
+
+echo "==> ruff"
+ruff check .
+ruff format --check --quiet . || { echo "ruff format would change files: run 'ruff format .'" >&2; exit 1; }
+echo "==> pytest"
+exec python -m pytest "$@"

@@ -1,0 +1,72 @@
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from portal.accounts.models import Role
+from tests.factories import PASSWORD, UserFactory
+
+ROLES = ("anonymous", "student", "teacher", "admin")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _real_services(django_db_setup, django_db_blocker):
+    """The suite is meant for PostgreSQL and Redis; say so plainly instead of failing oddly later."""
+    with django_db_blocker.unblock():
+        assert connection.vendor == "postgresql", "Run the tests on PostgreSQL: see README (scripts/test.sh)."
+
+
+@pytest.fixture
+def student(db):
+    return UserFactory(username="stu", role=Role.STUDENT)
+
+
+@pytest.fixture
+def teacher(db):
+    return UserFactory(username="tea", role=Role.TEACHER)
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="adm", role=Role.ADMIN)
+
+
+@pytest.fixture
+def user_of_role(db):
+    def make(role: str):
+        if role == "anonymous":
+            return None
+        return UserFactory(username=f"{role}-x", role=role)
+
+    return make
+
+
+@pytest.fixture
+def api():
+    return APIClient()
+
+
+@pytest.fixture
+def api_as(user_of_role):
+    """An API client signed in (by token) as a fresh user of the role, or anonymous."""
+
+    def make(role: str) -> APIClient:
+        client = APIClient()
+        user = user_of_role(role)
+        if user is not None:
+            from portal.accounts.services import token_issue
+
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def browser_client(client, user_of_role):
+    def make(role: str):
+        user = user_of_role(role)
+        if user is not None:
+            assert client.login(username=user.username, password=PASSWORD)
+        return client
+
+    return make

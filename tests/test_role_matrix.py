@@ -1,0 +1,74 @@
+"""Every endpoint and page, every role, the status code each one gets."""
+
+import pytest
+
+from tests.conftest import ROLES
+
+API_MATRIX = {
+    # path: expected status for anonymous, student, teacher, admin
+    "/api/v1/me/": (401, 200, 200, 200),
+    "/api/v1/nodes/": (401, 200, 200, 200),
+    "/api/v1/schema/": (401, 200, 200, 200),
+    "/api/v1/docs/": (401, 200, 200, 200),
+    "/api/v1/redoc/": (401, 200, 200, 200),
+    "/api/v1/no-such-thing/": (404, 404, 404, 404),
+}
+
+PAGE_MATRIX = {
+    # path: expected status for anonymous (302 = sent to sign in), student, teacher, admin
+    "/": (302, 200, 200, 200),
+    "/account/": (302, 200, 200, 200),
+    "/account/password/": (302, 200, 200, 200),
+    "/lab/nodes/": (302, 200, 200, 200),
+    "/admin/": (302, 302, 302, 200),
+    "/admin/accounts/user/": (302, 302, 302, 200),
+    "/admin/accounts/course/": (302, 302, 302, 200),
+    "/admin/accounts/quota/": (302, 302, 302, 200),
+    "/admin/labs/node/": (302, 302, 302, 200),
+    "/admin/labs/allocation/": (302, 302, 302, 200),
+    "/login/": (200, 302, 302, 302),
+    "/healthz": (200, 200, 200, 200),
+    "/readyz": (200, 200, 200, 200),
+    "/metrics": (200, 200, 200, 200),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path,expected", API_MATRIX.items(), ids=list(API_MATRIX))
+@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
+def test_api_role_matrix(api_as, path, expected, role_index, role):
+    response = api_as(role).get(
+        path, HTTP_ACCEPT="text/html" if path.endswith("doc/") or path.endswith("docs/") else "application/json"
+    )
+    assert response.status_code == expected[role_index]
+    if response.status_code in (401, 404) and response["Content-Type"] == "application/json":
+        assert response.json()["code"] in ("not_authenticated", "not_found")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize("path", ["/api/v1/me/", "/api/v1/nodes/"])
+def test_read_only_endpoints_refuse_writes_for_every_role(api_as, method, path):
+    for role in ("student", "teacher", "admin"):
+        response = getattr(api_as(role), method)(path, {}, format="json")
+        assert response.status_code == 405
+        assert response.json()["code"] == "method_not_allowed"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path,expected", PAGE_MATRIX.items(), ids=list(PAGE_MATRIX))
+@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
+def test_page_role_matrix(browser_client, path, expected, role_index, role):
+    response = browser_client(role).get(path)
+    assert response.status_code == expected[role_index]
+    if response.status_code == 302 and role == "anonymous":
+        assert "/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
+def test_dashboard_is_the_one_for_the_role(browser_client, role):
+    page = browser_client(role).get("/").content.decode()
+    marker = {"student": "Here is what you can use this week", "teacher": "Courses you teach", "admin": "Lab overview"}
+    assert marker[role] in page
+    assert ("Admin console" in page) is (role == "admin")
