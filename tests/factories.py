@@ -47,6 +47,7 @@ class EnrollmentFactory(factory.django.DjangoModelFactory):
 class NodeFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Node
+        skip_postgeneration_save = True
 
     name = factory.Sequence(lambda n: f"node{n:02d}")
 

@@ -4,6 +4,7 @@ The tests need the real services (exclusion constraints, Channels and Celery on 
 override DATABASE_URL / REDIS_URL to point elsewhere.
 """
 
+import hashlib
 import os
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal")
@@ -17,3 +18,6 @@ from portal.settings import *  # noqa: E402,F403
 CELERY_TASK_ALWAYS_EAGER = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
+
+# One test database per checkout, so two clones on one machine (a developer's and CI's) never collide.
+DATABASES["default"]["TEST"] = {"NAME": f"test_portal_{hashlib.sha1(str(BASE_DIR).encode()).hexdigest()[:8]}"}  # noqa: F405

@@ -1,0 +1,104 @@
+import pytest
+from rest_framework.authtoken.models import Token
+
+from labs.inventory import demo_specs
+from labs.models import Node
+from labs.services import inventory_sync
+from tests.factories import PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_failed_sign_in_is_400_and_says_why(client):
+    UserFactory(username="kim")
+    for username, password in (("kim", "nope"), ("nobody", PASSWORD)):
+        response = client.post("/login/", {"username": username, "password": password})
+        assert response.status_code == 400
+        assert "Please enter a correct username and password" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_sign_in_follows_next_but_not_off_site(client):
+    UserFactory(username="kim")
+    response = client.post("/login/?next=/lab/nodes/", {"username": "kim", "password": PASSWORD, "next": "/lab/nodes/"})
+    assert response["Location"] == "/lab/nodes/"
+    client.logout()
+    response = client.post("/login/", {"username": "kim", "password": PASSWORD, "next": "https://evil.example/"})
+    assert response["Location"] == "/"
+
+
+def test_sign_out_needs_post(client):
+    client.force_login(UserFactory())
+    assert client.get("/logout/").status_code == 405
+    assert client.post("/logout/").status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_password_change(client):
+    user = UserFactory(username="kim")
+    client.force_login(user)
+    wrong = client.post(
+        "/account/password/",
+        {"old_password": "wrong", "new_password1": "a-new-long-pass-4090", "new_password2": "a-new-long-pass-4090"},
+    )
+    assert wrong.status_code == 400
+    assert "Your old password was entered incorrectly" in wrong.content.decode()
+    weak = client.post("/account/password/", {"old_password": PASSWORD, "new_password1": "123", "new_password2": "123"})
+    assert weak.status_code == 400
+    user.refresh_from_db()
+    assert user.check_password(PASSWORD)
+    done = client.post(
+        "/account/password/",
+        {"old_password": PASSWORD, "new_password1": "a-new-long-pass-4090", "new_password2": "a-new-long-pass-4090"},
+        follow=True,
+    )
+    assert "Your password was changed." in done.content.decode()
+    user.refresh_from_db()
+    assert user.check_password("a-new-long-pass-4090")
+
+
+def test_api_token_make_and_regenerate_with_confirmation(client):
+    user = UserFactory()
+    client.force_login(user)
+    assert "You have no API token yet." in client.get("/account/").content.decode()
+    client.post("/account/")
+    first = Token.objects.get(user=user).key
+    assert first in client.get("/account/").content.decode()
+
+    unconfirmed = client.post("/account/")
+    assert unconfirmed.status_code == 400
+    assert Token.objects.get(user=user).key == first
+
+    client.post("/account/", {"confirm": "yes"})
+    second = Token.objects.get(user=user).key
+    assert second != first
+
+
+def test_nodes_page_filters_by_status_and_says_when_none_match(client):
+    client.force_login(UserFactory())
+    assert "No nodes are known yet." in client.get("/lab/nodes/").content.decode()
+    inventory_sync(specs=demo_specs(3), source="demo")
+    Node.objects.filter(name="gpu02").update(status="cordoned")
+    page = client.get("/lab/nodes/?status=cordoned").content.decode()
+    assert 'data-node="gpu02"' in page and 'data-node="gpu01"' not in page
+    assert "No node is down." in client.get("/lab/nodes/?status=down").content.decode()
+    assert client.get("/lab/nodes/?status=<script>").status_code == 200
+
+
+@pytest.mark.parametrize("role,hint", [("student", "Ask your teacher to enroll you"), ("teacher", "Ask a lab admin")])
+def test_empty_course_list_says_what_to_do(client, role, hint):
+    client.force_login(UserFactory(role=role))
+    assert hint in client.get("/").content.decode()
+
+
+def test_admin_dashboard_shows_empty_lab_instructions(client):
+    client.force_login(UserFactory(role="admin"))
+    assert "manage.py seed_demo" in client.get("/").content.decode()
+
+
+def test_unknown_page_is_a_friendly_404(client, settings):
+    settings.DEBUG = False
+    client.force_login(UserFactory())
+    response = client.get("/no/such/page/")
+    assert response.status_code == 404
+    assert "Back to your dashboard" in response.content.decode()
