@@ -6,7 +6,7 @@ ensure_venv() {
   local python="${PYTHON:-}"
   if [ -z "$python" ]; then
     for candidate in python3.12 python3.11 python3; do
-      if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
         python="$candidate"; break
       fi
     done

@@ -2,7 +2,6 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from portal.accounts.models import Role
 from tests.factories import PASSWORD, UserFactory
 
 ROLES = ("anonymous", "student", "teacher", "admin")
@@ -13,21 +12,6 @@ def _real_services(django_db_setup, django_db_blocker):
     """The suite is meant for PostgreSQL and Redis; say so plainly instead of failing oddly later."""
     with django_db_blocker.unblock():
         assert connection.vendor == "postgresql", "Run the tests on PostgreSQL: see README (scripts/test.sh)."
-
-
-@pytest.fixture
-def student(db):
-    return UserFactory(username="stu", role=Role.STUDENT)
-
-
-@pytest.fixture
-def teacher(db):
-    return UserFactory(username="tea", role=Role.TEACHER)
-
-
-@pytest.fixture
-def admin_user(db):
-    return UserFactory(username="adm", role=Role.ADMIN)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ def test_celery_is_json_only_with_late_acks_and_time_limits():
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # send_task always goes to the broker
 def test_a_real_worker_runs_the_inventory_sync(tmp_path):
     inventory = tmp_path / "lab.yaml"
     inventory.write_text("nodes:\n  - name: w01\n    gpus: [{index: 0}]\n  - name: w02\n    gpus: [{index: 0}]\n")

@@ -5,12 +5,15 @@ from django.db.models import Count
 from portal.accounts.models import Course, Enrollment, Quota, User
 
 
-class QuotaInline(admin.StackedInline):
+class _QuotaInline(admin.StackedInline):
     model = Quota
-    fk_name = "user"
     extra = 0
     max_num = 1
     fields = Quota.LIMIT_FIELDS + ("note",)
+
+
+class QuotaInline(_QuotaInline):
+    fk_name = "user"
     verbose_name = "quota override"
 
 
@@ -62,12 +65,8 @@ class UserAdmin(DjangoUserAdmin):
         self.message_user(request, f"{count} people deactivated.")
 
 
-class CourseQuotaInline(admin.StackedInline):
-    model = Quota
+class CourseQuotaInline(_QuotaInline):
     fk_name = "course"
-    extra = 0
-    max_num = 1
-    fields = Quota.LIMIT_FIELDS + ("note",)
     verbose_name = "quota for the course's members"
 
 

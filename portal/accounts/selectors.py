@@ -99,17 +99,23 @@ def courses_of(user: User) -> list[dict]:
     return sorted(rows.values(), key=lambda row: row["code"])
 
 
+def _apply(quota: Quota | None, values: dict, sources: dict, label: str) -> None:
+    """Let the quota's non-blank limits replace what is there, remembering where they came from."""
+    if quota is None:
+        return
+    for name in Quota.LIMIT_FIELDS:
+        value = getattr(quota, name)
+        if value is not None:
+            values[name] = value
+            sources[name] = label
+
+
 def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
     role = _role_of(user)
     values: dict[str, int | Decimal] = dict(ROLE_DEFAULTS[role])
     sources = {name: "default" for name in values}
 
-    role_policy = Quota.objects.filter(role=role).first()
-    if role_policy:
-        for name in Quota.LIMIT_FIELDS:
-            if getattr(role_policy, name) is not None:
-                values[name] = getattr(role_policy, name)
-                sources[name] = "role"
+    _apply(Quota.objects.filter(role=role).first(), values, sources, "role")
 
     course_quotas = Quota.objects.filter(course__in=courses_active_for(user, today=today)).select_related("course")
     for name in Quota.LIMIT_FIELDS:
@@ -122,11 +128,6 @@ def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
             values[name] = best[0]
             sources[name] = f"course {best[1]}"
 
-    user_quota = Quota.objects.filter(user=user).first()
-    if user_quota:
-        for name in Quota.LIMIT_FIELDS:
-            if getattr(user_quota, name) is not None:
-                values[name] = getattr(user_quota, name)
-                sources[name] = "user"
+    _apply(Quota.objects.filter(user=user).first(), values, sources, "user")
 
     return QuotaLimits(**values, sources=sources)
