@@ -3,6 +3,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from labs.models import NodeStatus
 from labs.selectors import nodes_visible_to
 
 
@@ -15,7 +16,7 @@ class GpuOut(serializers.Serializer):
 
 class NodeOut(serializers.Serializer):
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=["ready", "cordoned", "down"])
+    status = serializers.ChoiceField(choices=NodeStatus.values)
     status_reason = serializers.CharField()
     labels = serializers.DictField(child=serializers.CharField())
     gpus = GpuOut(many=True, source="gpus.all")

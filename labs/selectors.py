@@ -31,6 +31,10 @@ def lab_summary() -> dict[str, int]:
     }
 
 
+def open_allocations_by_kind() -> dict[str, int]:
+    return dict(Allocation.objects.filter(ends_at__isnull=True).values_list("kind").annotate(n=Count("id")))
+
+
 def week_start(now: dt.datetime | None = None) -> dt.datetime:
     """Monday 00:00 of the current week in the lab's time zone (weekly quotas reset then)."""
     local = timezone.localtime(now or timezone.now())

@@ -24,6 +24,11 @@ class SyncReport:
         return f"{len(self.created)} nodes added, {len(self.updated)} updated, {len(self.marked_down)} marked down"
 
 
+def _left(source: str) -> str:
+    """The reason a node is down because its source stopped listing it (and up again if it comes back)."""
+    return f"No longer in the {source} inventory."
+
+
 def _set_status(node: Node, status: str, reason: str) -> bool:
     if node.status == status and node.status_reason == reason:
         return False
@@ -55,12 +60,9 @@ def inventory_sync(*, specs: list[NodeSpec], source: str, prune: bool = False) -
         elif spec.unschedulable:
             if node.status != NodeStatus.CORDONED:
                 changed |= _set_status(node, NodeStatus.CORDONED, "Cordoned in Kubernetes.")
-        elif (
-            spec.ready is True
-            and node.status != NodeStatus.READY
-            or spec.ready is None
-            and node.status == NodeStatus.DOWN
-            and node.status_reason.startswith("No longer")
+        elif (spec.ready is True and node.status != NodeStatus.READY) or (
+            # A node the file had dropped is listed again: it is back.
+            spec.ready is None and node.status == NodeStatus.DOWN and node.status_reason == _left(source)
         ):
             changed |= _set_status(node, NodeStatus.READY, "")
         node.full_clean()
@@ -75,7 +77,7 @@ def inventory_sync(*, specs: list[NodeSpec], source: str, prune: bool = False) -
         listed = {spec.name for spec in specs}
         for name, node in existing.items():
             if name not in listed and node.status != NodeStatus.DOWN:
-                _set_status(node, NodeStatus.DOWN, f"No longer in the {source} inventory.")
+                _set_status(node, NodeStatus.DOWN, _left(source))
                 node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
                 report.marked_down.append(name)
     return report

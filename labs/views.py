@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from labs.models import NodeStatus
 from labs.selectors import lab_summary, nodes_visible_to
 
 
@@ -9,7 +10,7 @@ from labs.selectors import lab_summary, nodes_visible_to
 def node_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     nodes = nodes_visible_to(request.user)
-    if status in ("ready", "cordoned", "down"):
+    if status in NodeStatus.values:
         nodes = nodes.filter(status=status)
     else:
         status = ""

@@ -46,19 +46,6 @@ def envint(name: str, default: int, *, minimum: int | None = None, maximum: int 
     return number
 
 
-def envfloat(name: str, default: float, *, minimum: float | None = None) -> float:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
-    return number
-
-
 def envlist(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None:

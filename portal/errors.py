@@ -1,7 +1,7 @@
 """Errors that services raise and both the API and the pages turn into answers.
 
-They carry a stable code, the HTTP status they map to, and the extra fields the API
-contract promises (quota limits, conflicting windows).
+They carry a stable code, the HTTP status they map to, and any extra fields the API
+contract promises for that error (such as the conflicting windows of a 409).
 """
 
 from __future__ import annotations
@@ -20,19 +20,6 @@ class PortalError(Exception):
 
     def as_body(self) -> dict[str, Any]:
         return {"detail": self.message, "code": self.code, **self.extra}
-
-
-class NotPermitted(PortalError):
-    status = 403
-    code = "permission_denied"
-
-
-class QuotaExceeded(PortalError):
-    status = 403
-    code = "quota_exceeded"
-
-    def __init__(self, message: str, *, limit: str, used: float | int, allowed: float | int, **extra: Any):
-        super().__init__(message, limit=limit, used=used, allowed=allowed, **extra)
 
 
 class Conflict(PortalError):

@@ -7,7 +7,6 @@ import logging
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
@@ -63,23 +62,22 @@ def readyz(request: HttpRequest) -> JsonResponse:
 
 def _registry() -> CollectorRegistry:
     # Read the numbers at scrape time from the database, so every web process answers the same.
-    from labs.models import Allocation, Node
-    from portal.accounts.models import User
+    from labs.models import AllocationKind, NodeStatus
+    from labs.selectors import lab_summary, open_allocations_by_kind
+    from portal.accounts.selectors import people_by_role
 
     registry = CollectorRegistry()
-    users = Gauge("portal_users", "People with an account, by role.", ["role"], registry=registry)
-    for row in User.objects.filter(is_active=True).values("role").annotate(n=Count("id")):
-        users.labels(role=row["role"]).set(row["n"])
+    users = Gauge("portal_users", "People with an active account, by role.", ["role"], registry=registry)
+    for role, count in people_by_role().items():
+        users.labels(role=role).set(count)
     nodes = Gauge("portal_nodes", "Nodes of the lab, by status.", ["status"], registry=registry)
-    for status in ("ready", "cordoned", "down"):
-        nodes.labels(status=status).set(0)
-    for row in Node.objects.values("status").annotate(n=Count("id")):
-        nodes.labels(status=row["status"]).set(row["n"])
+    summary = lab_summary()
+    for status in NodeStatus.values:
+        nodes.labels(status=status).set(summary[status])
     held = Gauge("portal_allocations_open", "Ledger entries still holding a GPU, by kind.", ["kind"], registry=registry)
-    for kind in ("notebook", "job", "reservation"):
-        held.labels(kind=kind).set(0)
-    for row in Allocation.objects.filter(ends_at__isnull=True).values("kind").annotate(n=Count("id")):
-        held.labels(kind=row["kind"]).set(row["n"])
+    by_kind = open_allocations_by_kind()
+    for kind in AllocationKind.values:
+        held.labels(kind=kind).set(by_kind.get(kind, 0))
     return registry
 
 

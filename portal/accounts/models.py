@@ -56,10 +56,6 @@ class User(AbstractUser):
     def is_student(self) -> bool:
         return self.role == Role.STUDENT and not self.is_superuser
 
-    @property
-    def may_reserve_nodes(self) -> bool:
-        return self.is_teacher or self.is_lab_admin
-
 
 course_code_validator = RegexValidator(
     r"^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$",

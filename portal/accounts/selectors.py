@@ -6,7 +6,7 @@ import dataclasses
 import datetime as dt
 from decimal import Decimal
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from portal.accounts.models import Course, Quota, Role, User
@@ -61,6 +61,12 @@ class QuotaLimits:
             for name, value in dataclasses.asdict(self).items()
             if name != "sources"
         }
+
+
+def people_by_role() -> dict[str, int]:
+    """Active accounts per role, every role present (zero when nobody has it)."""
+    counts = dict(User.objects.filter(is_active=True).values_list("role").annotate(n=Count("id")))
+    return {role: counts.get(role, 0) for role in Role.values}
 
 
 def _role_of(user: User) -> str:

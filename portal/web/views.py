@@ -12,8 +12,8 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from labs.selectors import lab_summary, usage_of
-from portal.accounts.models import Role, User
-from portal.accounts.selectors import courses_of, effective_quota
+from portal.accounts.models import User
+from portal.accounts.selectors import courses_of, effective_quota, people_by_role
 from portal.accounts.services import token_issue
 
 
@@ -65,7 +65,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         },
     }
     if user.is_lab_admin:
-        context["people"] = {role: User.objects.filter(role=role).count() for role in Role.values}
+        context["people"] = people_by_role()
         template = "dashboard/admin.html"
     elif user.is_teacher:
         template = "dashboard/teacher.html"

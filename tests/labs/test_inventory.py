@@ -155,3 +155,26 @@ def test_admin_console_cordon_action(client):
     assert response.status_code == 200
     assert "Cordoned: gpu01, gpu02." in response.content.decode()
     assert set(Node.objects.values_list("status", flat=True)) == {NodeStatus.CORDONED}
+
+
+@pytest.mark.django_db
+def test_admin_console_cordon_of_a_down_node_says_why_and_changes_nothing(client):
+    inventory_sync(specs=demo_specs(2), source="demo")
+    Node.objects.filter(name="gpu02").update(status=NodeStatus.DOWN)
+    client.force_login(UserFactory(role="admin"))
+    ids = list(Node.objects.values_list("pk", flat=True))
+    page = client.post("/admin/labs/node/", {"action": "cordon", "_selected_action": ids}, follow=True)
+    text = page.content.decode()
+    assert "Cordoned: gpu01." in text
+    assert "Gpu02: gpu02 is down; it cannot be cordoned until it is back." in text  # the admin capitalises
+    assert dict(Node.objects.values_list("name", "status")) == {"gpu01": "cordoned", "gpu02": "down"}
+
+
+@pytest.mark.django_db
+def test_a_pruned_node_comes_back_when_the_file_lists_it_again():
+    inventory_sync(specs=demo_specs(2), source="file")
+    inventory_sync(specs=demo_specs(1), source="file", prune=True)
+    assert Node.objects.get(name="gpu02").status == NodeStatus.DOWN
+    inventory_sync(specs=demo_specs(2), source="file", prune=True)
+    back = Node.objects.get(name="gpu02")
+    assert back.status == NodeStatus.READY and back.status_reason == ""
