@@ -19,5 +19,8 @@ CELERY_TASK_ALWAYS_EAGER = True
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 
-# One test database per checkout, so two clones on one machine (a developer's and CI's) never collide.
-DATABASES["default"]["TEST"] = {"NAME": f"test_portal_{hashlib.sha1(str(BASE_DIR).encode()).hexdigest()[:8]}"}  # noqa: F405
+# One test database per checkout, so two clones on one machine (a developer's and CI's) never collide;
+# PORTAL_TEST_DB names another one, for two suites running at once from one checkout.
+DATABASES["default"]["TEST"] = {  # noqa: F405
+    "NAME": os.environ.get("PORTAL_TEST_DB") or f"test_portal_{hashlib.sha1(str(BASE_DIR).encode()).hexdigest()[:8]}"  # noqa: F405
+}
