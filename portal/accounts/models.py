@@ -140,6 +140,23 @@ class Quota(models.Model):
     reservation_max_hours = models.DecimalField(
         max_digits=6, decimal_places=1, null=True, blank=True, validators=[MinValueValidator(Decimal("0"))]
     )
+    reservation_node_hours_week = models.DecimalField(
+        max_digits=7,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="Node-hours a person may have reserved per week (by the week the window starts in).",
+    )
+    reservation_horizon_days = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="How many days ahead a reservation may start."
+    )
+    reservation_notice_min = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Minutes of notice a reservation needs before it starts (fewer is kinder)."
+    )
+    reservation_approval_nodes = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Reservations of more nodes than this wait for an admin's approval."
+    )
     note = models.CharField(max_length=200, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -151,7 +168,13 @@ class Quota(models.Model):
         "max_gpus_per_job",
         "reservation_max_nodes",
         "reservation_max_hours",
+        "reservation_node_hours_week",
+        "reservation_horizon_days",
+        "reservation_notice_min",
+        "reservation_approval_nodes",
     )
+    # Limits where less is more generous: the most generous course is the one with the smallest value.
+    LOWER_IS_GENEROUS = frozenset({"reservation_notice_min"})
 
     class Meta:
         ordering = ["role", "course__code", "user__username"]
@@ -181,3 +204,29 @@ class Quota(models.Model):
         scopes = [bool(self.role), self.course_id is not None, self.user_id is not None]
         if sum(scopes) != 1:
             raise ValidationError("A quota applies to exactly one of: a role, a course, or a user.")
+
+
+class NoticeLevel(models.TextChoices):
+    INFO = "info", "Information"
+    WARNING = "warning", "Warning"
+
+
+class Notice(models.Model):
+    """Something the portal tells one person: shown on their dashboard until they dismiss it."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="notices")
+    level = models.CharField(max_length=16, choices=NoticeLevel.choices, default=NoticeLevel.INFO)
+    text = models.CharField(max_length=500)
+    # What it is about, e.g. "reservation:12:warned"; one notice per person and ref, so a replay tells nobody twice.
+    ref = models.CharField(max_length=80, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "ref"], condition=~Q(ref=""), name="notice_once_per_ref"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.text[:40]}"

@@ -21,6 +21,10 @@ ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
         "max_gpus_per_job": 1,
         "reservation_max_nodes": 0,
         "reservation_max_hours": Decimal("0"),
+        "reservation_node_hours_week": Decimal("0"),
+        "reservation_horizon_days": 0,
+        "reservation_notice_min": 60,
+        "reservation_approval_nodes": 0,
     },
     Role.TEACHER: {
         "max_notebooks": 2,
@@ -30,6 +34,10 @@ ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
         "max_gpus_per_job": 8,
         "reservation_max_nodes": 40,
         "reservation_max_hours": Decimal("8"),
+        "reservation_node_hours_week": Decimal("160"),
+        "reservation_horizon_days": 180,
+        "reservation_notice_min": 30,
+        "reservation_approval_nodes": 20,
     },
     Role.ADMIN: {
         "max_notebooks": 4,
@@ -39,6 +47,10 @@ ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
         "max_gpus_per_job": 40,
         "reservation_max_nodes": 40,
         "reservation_max_hours": Decimal("168"),
+        "reservation_node_hours_week": Decimal("10000"),
+        "reservation_horizon_days": 365,
+        "reservation_notice_min": 0,
+        "reservation_approval_nodes": 40,
     },
 }
 
@@ -52,6 +64,10 @@ class QuotaLimits:
     max_gpus_per_job: int
     reservation_max_nodes: int
     reservation_max_hours: Decimal
+    reservation_node_hours_week: Decimal
+    reservation_horizon_days: int
+    reservation_notice_min: int
+    reservation_approval_nodes: int
     # Where each limit came from, for the person reading it: "user", "course CS101", "role", "default".
     sources: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
@@ -128,7 +144,9 @@ def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
         best = None
         for quota in course_quotas:
             value = getattr(quota, name)
-            if value is not None and (best is None or value > best[0]):
+            if value is None:
+                continue
+            if best is None or (value < best[0] if name in Quota.LOWER_IS_GENEROUS else value > best[0]):
                 best = (value, quota.course.code)
         if best is not None:
             values[name] = best[0]

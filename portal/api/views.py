@@ -27,6 +27,10 @@ class QuotaOut(serializers.Serializer):
     max_gpus_per_job = serializers.IntegerField()
     reservation_max_nodes = serializers.IntegerField()
     reservation_max_hours = serializers.FloatField()
+    reservation_node_hours_week = serializers.FloatField()
+    reservation_horizon_days = serializers.IntegerField()
+    reservation_notice_min = serializers.IntegerField()
+    reservation_approval_nodes = serializers.IntegerField()
 
 
 class UsageOut(serializers.Serializer):
