@@ -1,6 +1,14 @@
 from django.contrib import admin, messages
 
-from labs.models import Allocation, Gpu, Node
+from labs.models import (
+    Allocation,
+    Gpu,
+    Node,
+    Reservation,
+    ReservationNode,
+    ReservationStatus,
+)
+from labs.reservations import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
 from portal.errors import BackendError, PortalError
 
@@ -74,3 +82,73 @@ class AllocationAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReservationNodeInline(admin.TabularInline):
+    model = ReservationNode
+    extra = 0
+    fields = ["node", "starts_at", "ends_at", "holds"]
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Reservation)
+class ReservationAdmin(admin.ModelAdmin):
+    """Bookings are made on the Reservations pages (the rules live in one service); here admins decide."""
+
+    list_display = ["title", "owner", "course", "starts_at", "ends_at", "status", "node_count"]
+    list_filter = ["status", "requested", "course"]
+    search_fields = ["title", "owner__username"]
+    date_hierarchy = "starts_at"
+    list_select_related = ["owner", "course"]
+    readonly_fields = [f.name for f in Reservation._meta.fields]
+    inlines = [ReservationNodeInline]
+    actions = ["approve", "reject", "cancel"]
+
+    @admin.display(description="nodes")
+    def node_count(self, obj):
+        return obj.node_rows.count()
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _each(self, request, queryset, action, verb):
+        done, failed = [], []
+        for reservation in queryset:
+            try:
+                action(reservation)
+                done.append(reservation.title)
+            except PortalError as exc:
+                failed.append(f"{reservation.title}: {exc}")
+        if done:
+            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+        for problem in failed:
+            self.message_user(request, problem, messages.ERROR)
+
+    @admin.action(description="Approve the selected pending reservations")
+    def approve(self, request, queryset):
+        self._each(
+            request,
+            queryset.filter(status=ReservationStatus.PENDING),
+            lambda r: reservation_decide(by=request.user, reservation=r, approve=True),
+            "Approved",
+        )
+
+    @admin.action(description="Reject the selected pending reservations (their nodes are freed)")
+    def reject(self, request, queryset):
+        self._each(
+            request,
+            queryset.filter(status=ReservationStatus.PENDING),
+            lambda r: reservation_decide(by=request.user, reservation=r, approve=False, reason="Rejected in console."),
+            "Rejected",
+        )
+
+    @admin.action(description="Cancel the selected reservations (or end them now if running)")
+    def cancel(self, request, queryset):
+        self._each(request, queryset, lambda r: reservation_cancel(by=request.user, reservation=r), "Cancelled")

@@ -168,6 +168,15 @@ class Reservation(models.Model):
     def holds_nodes(self) -> bool:
         return self.status in HOLDING_STATUSES
 
+    def status_at(self, now) -> str:
+        """The status as of `now`, even if the tick that records it has not run yet."""
+        if self.status in (ReservationStatus.APPROVED, ReservationStatus.ACTIVE):
+            if self.ends_at <= now:
+                return ReservationStatus.ENDED
+            if self.starts_at <= now:
+                return ReservationStatus.ACTIVE
+        return self.status
+
     @property
     def ref(self) -> str:
         return f"reservation:{self.pk}"

@@ -22,6 +22,36 @@ class PortalError(Exception):
         return {"detail": self.message, "code": self.code, **self.extra}
 
 
+class InvalidInput(PortalError):
+    """400 that names the offending fields, like a serializer's validation error: `fields={"name": "why"}`."""
+
+    def __init__(self, message: str, *, fields: dict[str, str], **extra: Any) -> None:
+        super().__init__(message, fields={name: [why] for name, why in fields.items()}, **extra)
+        self.fields = fields
+
+
+class NotPermitted(PortalError):
+    status = 403
+    code = "permission_denied"
+
+
+class NotFound(PortalError):
+    """404: there is no such thing, or the caller may not know that there is."""
+
+    status = 404
+    code = "not_found"
+
+
+class QuotaExceeded(PortalError):
+    """403 with the limit that was hit: `limit` (its name), `used` and `allowed`."""
+
+    status = 403
+    code = "quota_exceeded"
+
+    def __init__(self, message: str, *, limit: str, used: float, allowed: float) -> None:
+        super().__init__(message, limit=limit, used=used, allowed=allowed)
+
+
 class Conflict(PortalError):
     status = 409
     code = "conflict"

@@ -189,7 +189,15 @@ KUBERNETES_VERIFY_TLS = envbool("KUBERNETES_VERIFY_TLS", default=True)
 KUBERNETES_TIMEOUT_S = envint("KUBERNETES_TIMEOUT_S", 10, minimum=1)
 KUBERNETES_GPU_RESOURCE = envstr("KUBERNETES_GPU_RESOURCE", "nvidia.com/gpu")
 
-CELERY_BEAT_SCHEDULE = {}
+# Reservations: people on reserved nodes are told this long before the window; a reservation
+# whose nodes nobody used this long after its start goes back to the pool (0 = never).
+RESERVATION_WARN_LEAD_MIN = envint("RESERVATION_WARN_LEAD_MIN", 15, minimum=0)
+RESERVATION_NO_SHOW_MIN = envint("RESERVATION_NO_SHOW_MIN", 30, minimum=0)
+RESERVATION_TICK_S = envint("RESERVATION_TICK_S", 60, minimum=5)
+
+CELERY_BEAT_SCHEDULE = {
+    "reservations-tick": {"task": "labs.tasks.reservations_tick", "schedule": float(RESERVATION_TICK_S)},
+}
 if INVENTORY_BACKEND == "kubernetes":
     CELERY_BEAT_SCHEDULE["inventory-sync"] = {
         "task": "labs.tasks.inventory_sync",

@@ -18,6 +18,19 @@ api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
+    path("reservations/", labs_api.ReservationListApi.as_view(), name="reservations"),
+    path("reservations/<int:reservation_id>/", labs_api.ReservationDetailApi.as_view(), name="reservation"),
+    path(
+        "reservations/<int:reservation_id>/approve/",
+        labs_api.ReservationDecisionApi.as_view(approve=True),
+        name="reservation-approve",
+    ),
+    path(
+        "reservations/<int:reservation_id>/reject/",
+        labs_api.ReservationDecisionApi.as_view(approve=False),
+        name="reservation-reject",
+    ),
+    path("availability/", labs_api.AvailabilityApi.as_view(), name="availability"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -32,6 +45,16 @@ urlpatterns = [
     path("account/", web.account, name="account"),
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
+    path("lab/reservations/", labs_views.reservation_timeline, name="reservations"),
+    path("lab/reservations/new/", labs_views.reservation_new, name="reservation-new"),
+    path("lab/reservations/approvals/", labs_views.reservation_approvals, name="reservation-approvals"),
+    path("lab/reservations/<int:reservation_id>/", labs_views.reservation_detail, name="reservation"),
+    path(
+        "lab/reservations/<int:reservation_id>/cancel/", labs_views.reservation_cancel_view, name="reservation-cancel"
+    ),
+    path(
+        "lab/reservations/<int:reservation_id>/decide/", labs_views.reservation_decide_view, name="reservation-decide"
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),
@@ -39,5 +62,6 @@ urlpatterns = [
     path("metrics", ops.metrics, name="metrics"),
 ]
 
+handler403 = "portal.web.errors.permission_denied"
 handler404 = "portal.web.errors.not_found"
 handler500 = "portal.web.errors.server_error"

@@ -6,9 +6,10 @@ from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from portal.accounts.models import Course, Enrollment, Role, User
+from portal.accounts.models import Course, Enrollment, Notice, NoticeLevel, Role, User
 
 
 @transaction.atomic
@@ -70,3 +71,16 @@ def course_upsert(*, code: str, name: str, term_start, term_end) -> Course:
     course.full_clean()
     course.save()
     return course
+
+
+def notice_send(*, user: User, text: str, ref: str = "", level: str = NoticeLevel.INFO) -> int:
+    """Tell a person something on their dashboard. With a ref, at most once: returns 1 if told now, else 0."""
+    if ref:
+        _, created = Notice.objects.get_or_create(user=user, ref=ref, defaults={"text": text[:500], "level": level})
+        return int(created)
+    Notice.objects.create(user=user, text=text[:500], level=level)
+    return 1
+
+
+def notice_dismiss(*, user: User, notice_id: int) -> bool:
+    return bool(Notice.objects.filter(user=user, pk=notice_id, read_at__isnull=True).update(read_at=timezone.now()))

@@ -1,0 +1,70 @@
+"""The booking form: local date and times in, aware datetimes out (the lab's time zone)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django import forms
+from django.utils import timezone
+
+from labs.models import Node, NodeStatus
+from labs.reservations import NodeRequest
+from portal.accounts.models import Course, Role, User
+
+MODES = [("count", "Any free nodes"), ("named", "These nodes"), ("all", "The whole lab")]
+
+
+class ReservationForm(forms.Form):
+    title = forms.CharField(max_length=120, help_text="What people will see, e.g. “DL-101 lab session”.")
+    date = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="From")
+    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="Until")
+    mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label="Nodes")
+    node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label="How many")
+    nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Which")
+    course = forms.ModelChoiceField(queryset=Course.objects.none(), required=False, empty_label="No course")
+    repeat_weekly_until = forms.DateField(
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}),
+        label="Repeat weekly until",
+        help_text="Leave empty for a single session; a weekly lab slot repeats at the same local time.",
+    )
+    owner = forms.ModelChoiceField(queryset=User.objects.none(), required=False, empty_label="Me", label="For")
+
+    def __init__(self, *args, user: User, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["nodes"].choices = [
+            (name, name) for name in Node.objects.filter(status=NodeStatus.READY).values_list("name", flat=True)
+        ]
+        courses = Course.objects.all() if user.is_lab_admin else Course.objects.filter(teachers=user)
+        self.fields["course"].queryset = courses.order_by("code")
+        self.fields["course"].to_field_name = "code"
+        if user.is_lab_admin:
+            self.fields["owner"].queryset = User.objects.filter(
+                role__in=[Role.TEACHER, Role.ADMIN], is_active=True
+            ).order_by("username")
+            self.fields["owner"].to_field_name = "username"
+        else:
+            del self.fields["owner"]
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        tz = timezone.get_current_timezone()
+        day: dt.date = data["date"]
+        data["starts_at"] = timezone.make_aware(dt.datetime.combine(day, data["start"]), tz)
+        data["ends_at"] = timezone.make_aware(dt.datetime.combine(day, data["end"]), tz)
+        if data["ends_at"] <= data["starts_at"]:
+            self.add_error("end", "End after the start (on the same day).")
+        mode = data["mode"]
+        if mode == "count" and not data.get("node_count"):
+            self.add_error("node_count", "How many nodes?")
+        if mode == "named" and not data.get("nodes"):
+            self.add_error("nodes", "Tick the nodes you want.")
+        data["node_request"] = NodeRequest(
+            names=tuple(data.get("nodes") or ()) if mode == "named" else (),
+            count=data.get("node_count") if mode == "count" else None,
+            all_nodes=mode == "all",
+        )
+        return data

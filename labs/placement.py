@@ -1,0 +1,261 @@
+"""Placement: which GPUs a notebook or a job may take, now, given the ledger and the reservations.
+
+Notebooks and jobs both ask here, so a reservation means the same thing to both:
+- during a reservation's window its nodes host only its owner's and its course's work;
+- a job (strict) is never placed where its `max_runtime_s` would run into someone else's reservation;
+- a notebook may start on such a node when nothing else is free, but it must end when the window
+  begins (`must_end_by`), and the reservation tick warns and then ends it.
+
+Reads are plain functions; `allocate` is the one write: it records the placement in the ledger
+with the chosen GPUs locked, so two claims racing for the last GPU cannot both get it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from labs.models import (
+    HOLDING_STATUSES,
+    Allocation,
+    AllocationKind,
+    Gpu,
+    NodeStatus,
+    Reservation,
+    ReservationNode,
+)
+from portal.accounts.models import Course, User
+from portal.errors import PortalError
+
+ONE = Decimal("1")
+
+
+class NoCapacity(PortalError):
+    status = 409
+    code = "no_capacity"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """What someone asks for: `nodes` nodes with `gpus` GPUs each, `share` of each GPU, from..until."""
+
+    user: User
+    kind: str
+    starts_at: dt.datetime
+    ends_at: dt.datetime
+    gpus: int = 1
+    nodes: int = 1
+    share: Decimal = ONE
+    reservation: Reservation | None = None
+    course: Course | None = None
+
+    @property
+    def strict(self) -> bool:
+        # A job cannot be asked to stop for a reservation; a notebook can (it is warned, then ended).
+        return self.kind != AllocationKind.NOTEBOOK
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    node: str
+    gpu_id: int
+    gpu_index: int
+    share: Decimal
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    slots: tuple[Slot, ...]
+    # Set when a notebook lands on a node someone else has reserved later: it must stop by then.
+    must_end_by: dt.datetime | None = None
+
+    @property
+    def node_names(self) -> list[str]:
+        return sorted({slot.node for slot in self.slots})
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    starts_at: dt.datetime
+    ends_at: dt.datetime
+    reservation_id: int
+
+
+def course_ids_of(user: User) -> frozenset[int]:
+    """Courses whose reservations this person may use: those they take or teach."""
+    return frozenset(
+        Course.objects.filter(Q(enrollments__user=user) | Q(teachers=user)).values_list("id", flat=True).distinct()
+    )
+
+
+def may_use(reservation: Reservation, user: User, course_ids: frozenset[int]) -> bool:
+    return reservation.owner_id == user.pk or (
+        reservation.course_id is not None and reservation.course_id in course_ids
+    )
+
+
+def reserved_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[tuple[Window, Reservation]]]:
+    """Per node id, the holding reservation windows that overlap [starts_at, ends_at)."""
+    rows = (
+        ReservationNode.objects.filter(holds=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
+        .select_related("reservation")
+        .order_by("starts_at")
+    )
+    windows: dict[int, list[tuple[Window, Reservation]]] = defaultdict(list)
+    for row in rows:
+        windows[row.node_id].append((Window(row.starts_at, row.ends_at, row.reservation_id), row.reservation))
+    return windows
+
+
+def blocking_windows(user: User, starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[Window]]:
+    """Per node id, the reservation windows in [starts_at, ends_at) that `user` may not use.
+
+    The job queue reads this to keep jobs off nodes whose reservations they would run into.
+    """
+    course_ids = course_ids_of(user)
+    return {
+        node_id: blocked
+        for node_id, windows in reserved_windows(starts_at, ends_at).items()
+        if (blocked := [window for window, reservation in windows if not may_use(reservation, user, course_ids)])
+    }
+
+
+def free_shares(gpu_ids: list[int] | None = None) -> dict[int, Decimal]:
+    """What is left of each GPU on a ready node: 1 minus the open notebook and job allocations."""
+    gpus = Gpu.objects.filter(node__status=NodeStatus.READY)
+    if gpu_ids is not None:
+        gpus = gpus.filter(id__in=gpu_ids)
+    held = dict(
+        Allocation.objects.filter(ends_at__isnull=True, gpu__in=gpus)
+        .exclude(kind=AllocationKind.RESERVATION)
+        .values_list("gpu")
+        .annotate(total=Sum("share"))
+    )
+    return {gpu_id: max(Decimal(0), ONE - held.get(gpu_id, Decimal(0))) for gpu_id in gpus.values_list("id", flat=True)}
+
+
+def _when(moment: dt.datetime) -> str:
+    local = timezone.localtime(moment)
+    if local.date() == timezone.localdate():
+        return local.strftime("%H:%M")
+    return local.strftime("%a %d %b %H:%M")
+
+
+def place(claim: Claim) -> Placement:
+    """Choose GPUs for the claim, or raise NoCapacity with a sentence the person can act on."""
+    if claim.nodes < 1 or claim.gpus < 1 or not (Decimal(0) < claim.share <= ONE):
+        raise PortalError("A claim needs at least one node and one GPU, and a share in (0, 1].")
+    if claim.nodes > 1 and claim.share < ONE:
+        raise PortalError("Work across several nodes takes whole GPUs.")
+
+    course_ids = course_ids_of(claim.user)
+    windows = reserved_windows(claim.starts_at, claim.ends_at)
+    if claim.reservation is not None:
+        reservation = claim.reservation
+        if not may_use(reservation, claim.user, course_ids):
+            raise NoCapacity("That reservation is not yours or your course's.")
+        if reservation.status not in HOLDING_STATUSES or reservation.status == "pending":
+            raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
+        if claim.starts_at < reservation.starts_at or claim.ends_at > reservation.ends_at:
+            raise NoCapacity(
+                f"Reservation “{reservation.title}” runs {_when(reservation.starts_at)}–{_when(reservation.ends_at)};"
+                " the work must fit inside it."
+            )
+        allowed_nodes: set[int] | None = set(reservation.node_rows.filter(holds=True).values_list("node_id", flat=True))
+    else:
+        allowed_nodes = None
+
+    shares = free_shares()
+    gpus_by_node: dict[int, list[Gpu]] = defaultdict(list)
+    for gpu in Gpu.objects.filter(id__in=shares).select_related("node").order_by("node__name", "index"):
+        gpus_by_node[gpu.node_id].append(gpu)
+
+    preferred, fallback = [], []  # (node_id, must_end_by)
+    blocked_until: list[dt.datetime] = []
+    for node_id in gpus_by_node:
+        if allowed_nodes is not None and node_id not in allowed_nodes:
+            continue
+        foreign = [w for w, r in windows.get(node_id, []) if not may_use(r, claim.user, course_ids)]
+        own = [w for w, r in windows.get(node_id, []) if may_use(r, claim.user, course_ids)]
+        if not foreign:
+            # Nodes reserved for this person's course come first: that is what the reservation is for.
+            (preferred if own or allowed_nodes is not None else fallback).append((node_id, None))
+            continue
+        first = min(w.starts_at for w in foreign)
+        blocked_until.append(max(w.ends_at for w in foreign))
+        if not claim.strict and first > claim.starts_at:
+            fallback.append((node_id, first))
+    # Among fallback nodes, those free for longest first; unreserved ones (None) lead.
+    fallback.sort(key=lambda item: (item[1] is not None, -(item[1] or claim.ends_at).timestamp()))
+
+    chosen: list[Slot] = []
+    must_end_by: dt.datetime | None = None
+    for node_id, end_by in preferred + fallback:
+        fitting = [gpu for gpu in gpus_by_node[node_id] if shares[gpu.id] >= claim.share]
+        if len(fitting) < claim.gpus:
+            continue
+        # Pack shares: the fullest GPU that still fits, so whole GPUs stay whole for jobs.
+        fitting.sort(key=lambda gpu: (shares[gpu.id], gpu.index))
+        chosen.extend(Slot(gpu.node.name, gpu.id, gpu.index, claim.share) for gpu in fitting[: claim.gpus])
+        if end_by is not None:
+            must_end_by = end_by if must_end_by is None else min(must_end_by, end_by)
+        if len({slot.node for slot in chosen}) == claim.nodes:
+            return Placement(tuple(chosen), must_end_by)
+
+    raise NoCapacity(_why_not(claim, len(gpus_by_node), blocked_until))
+
+
+def _why_not(claim: Claim, ready_nodes: int, blocked_until: list[dt.datetime]) -> str:
+    want = (
+        f"{claim.nodes} node{'s' if claim.nodes > 1 else ''} with {claim.gpus} free GPU{'s' if claim.gpus > 1 else ''}"
+    )
+    if claim.share < ONE:
+        want = f"{claim.share:.0%} of a GPU"
+    if claim.reservation is not None:
+        return f"Not enough free GPUs in reservation “{claim.reservation.title}” for {want}."
+    if ready_nodes == 0:
+        return "No node is ready right now; an admin has been told."
+    parts = [f"No room for {want} right now."]
+    if blocked_until:
+        parts.append(
+            f"{len(blocked_until)} node{'s are' if len(blocked_until) > 1 else ' is'} reserved for others"
+            f" (the first frees at {_when(min(blocked_until))})."
+        )
+    return " ".join(parts)
+
+
+def allocate(
+    *, claim: Claim, ref: str, reason: str = "", now: dt.datetime | None = None
+) -> tuple[Placement, list[Allocation]]:
+    """Place the claim and write it to the ledger, atomically, with the chosen GPUs locked."""
+    now = now or timezone.now()
+    for _attempt in range(3):
+        placement = place(claim)
+        with transaction.atomic():
+            gpu_ids = [slot.gpu_id for slot in placement.slots]
+            # Lock the GPUs, then look again: someone may have taken them since `place` read the ledger.
+            list(Gpu.objects.select_for_update().filter(id__in=gpu_ids).order_by("id"))
+            shares = free_shares(gpu_ids)
+            if all(shares.get(slot.gpu_id, Decimal(0)) >= slot.share for slot in placement.slots):
+                course = claim.course or (claim.reservation.course if claim.reservation else None)
+                allocations = Allocation.objects.bulk_create(
+                    Allocation(
+                        user=claim.user,
+                        course=course,
+                        kind=claim.kind,
+                        ref=ref,
+                        gpu_id=slot.gpu_id,
+                        share=slot.share,
+                        starts_at=now,
+                        reason=reason,
+                    )
+                    for slot in placement.slots
+                )
+                return placement, allocations
+    raise NoCapacity("The lab is busy: the GPUs were taken while we chose them. Try again in a moment.")

@@ -1,0 +1,11 @@
+"""Signals the lab sends after commit, for the parts that run work on the GPUs (notebooks, jobs).
+
+`labs` cannot import those parts (imports point `jobs -> labs -> portal`), so it says what happened
+and they act: a notebook server is stopped, a job attempt is preempted and requeued.
+"""
+
+from django.dispatch import Signal
+
+# Sent with allocation_ids=[...] and reason="..." when the lab ended those ledger entries
+# (e.g. a reservation's window began on their nodes).
+allocations_ended = Signal()

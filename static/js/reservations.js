@@ -1,0 +1,71 @@
+// The booking form: show which nodes are free as the date and times change.
+(function () {
+  "use strict";
+  const form = document.getElementById("booking-form");
+  if (!form) return;
+  const out = document.getElementById("availability");
+  const picker = document.getElementById("node-picker");
+  const field = (name) => form.elements.namedItem(name);
+  let pending = null;
+  let last = "";
+
+  function mode() {
+    const checked = form.querySelector('input[name="mode"]:checked');
+    return checked ? checked.value : "count";
+  }
+
+  function showPicker() {
+    if (picker) picker.hidden = mode() !== "named";
+    const count = field("node_count");
+    if (count) count.closest("form").querySelector('label[for="' + count.id + '"]').hidden = mode() !== "count";
+    if (count) count.hidden = mode() !== "count";
+  }
+
+  function say(text, level) {
+    out.textContent = text;
+    out.dataset.level = level || "";
+  }
+
+  async function check() {
+    const date = field("date").value, start = field("start").value, end = field("end").value;
+    if (!date || !start || !end) return say("Choose a date and times to see which nodes are free.");
+    if (end <= start) return say("The end must be after the start.", "bad");
+    const query = new URLSearchParams({ starts_at: date + "T" + start, ends_at: date + "T" + end });
+    if (query.toString() === last) return;
+    last = query.toString();
+    say("Checking availability…", "busy");
+    if (pending) pending.abort();
+    pending = new AbortController();
+    try {
+      const response = await fetch(form.dataset.availabilityUrl + "?" + query, {
+        headers: { Accept: "application/json" },
+        credentials: "same-origin",
+        signal: pending.signal,
+      });
+      const body = await response.json();
+      if (!response.ok) return say(body.detail || "Could not check availability.", "bad");
+      const free = new Set(body.free_nodes);
+      say(body.free_count + " of " + body.ready_count + " nodes free " + start + "–" + end + ".",
+          body.free_count ? "ok" : "bad");
+      form.querySelectorAll(".node-check").forEach((label) => {
+        const taken = !free.has(label.dataset.node);
+        label.classList.toggle("taken", taken);
+        label.title = taken ? "Booked in this window" : "";
+        const box = label.querySelector("input");
+        box.disabled = taken;
+        if (taken) box.checked = false;
+      });
+      const count = field("node_count");
+      if (count) count.max = String(Math.max(1, body.free_count));
+    } catch (error) {
+      if (error.name !== "AbortError") say("Could not check availability; the form still works.", "bad");
+    }
+  }
+
+  form.addEventListener("change", () => { showPicker(); check(); });
+  form.addEventListener("input", (event) => {
+    if (["date", "start", "end"].includes(event.target.name)) check();
+  });
+  showPicker();
+  check();
+})();

@@ -1,0 +1,204 @@
+"""The reservation pages as people use them: book, see, cancel, approve; and what each role may see."""
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+
+from labs.models import Reservation
+from labs.reservations import NodeRequest, reservation_create
+from portal.accounts.models import Quota
+from tests.factories import PASSWORD, CourseFactory, NodeFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def lab():
+    return [NodeFactory(name=f"gpu{n:02d}") for n in range(1, 7)]
+
+
+def signed_in(client, username, role):
+    user = UserFactory(username=username, role=role)
+    assert client.login(username=username, password=PASSWORD)
+    return user
+
+
+def tomorrow():
+    return timezone.localdate() + dt.timedelta(days=1)
+
+
+def form(**overrides):
+    return {
+        "title": "DL-101 lab",
+        "date": tomorrow().isoformat(),
+        "start": "14:00",
+        "end": "16:00",
+        "mode": "count",
+        "node_count": "4",
+        **overrides,
+    }
+
+
+def test_teacher_books_from_the_form_and_sees_it_on_the_timeline(client, lab):
+    signed_in(client, "ada", "teacher")
+    page = client.get("/lab/reservations/new/")
+    assert page.status_code == 200 and b"Availability" in page.content
+    response = client.post("/lab/reservations/new/", form())
+    assert response.status_code == 302
+    reservation = Reservation.objects.get()
+    assert timezone.localtime(reservation.starts_at).time() == dt.time(14)
+    assert reservation.nodes.count() == 4
+    timeline = client.get(response["Location"])
+    html = timeline.content.decode()
+    assert "is booked on 4 nodes" in html
+    assert html.count(f'data-reservation="{reservation.pk}"') == 4 + 1  # four node rows and "my reservations"
+
+
+def test_named_and_all_modes_and_the_course(client, lab):
+    ada = signed_in(client, "ada", "teacher")
+    course = CourseFactory(code="DL-101")
+    course.teachers.add(ada)
+    client.post("/lab/reservations/new/", form(mode="named", nodes=["gpu02", "gpu05"], course="DL-101"))
+    named = Reservation.objects.get()
+    assert sorted(named.nodes.values_list("name", flat=True)) == ["gpu02", "gpu05"] and named.course == course
+    client.post("/lab/reservations/new/", form(mode="all", start="17:00", end="18:00"))
+    assert Reservation.objects.get(requested="all").nodes.count() == 6
+
+
+@pytest.mark.parametrize(
+    "overrides,status,says",
+    [
+        ({"end": "13:00"}, 400, "End after the start"),
+        ({"mode": "named"}, 400, "Tick the nodes you want"),
+        ({"title": ""}, 400, "This field is required"),
+        ({"date": "2001-01-01"}, 400, "already begun"),
+        ({"node_count": "7"}, 400, "Only 6 nodes are ready"),
+        ({"course": "NOPE"}, 400, "Select a valid choice"),
+    ],
+)
+def test_bad_input_shows_the_form_again_with_why_and_writes_nothing(client, lab, overrides, status, says):
+    signed_in(client, "ada", "teacher")
+    response = client.post("/lab/reservations/new/", form(**overrides))
+    assert response.status_code == status
+    assert says in response.content.decode()
+    assert not Reservation.objects.exists()
+
+
+def test_a_conflict_offers_the_earliest_window_that_fits(client, lab):
+    grace = UserFactory(username="grace", role="teacher")
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    reservation_create(
+        by=grace, title="CV lab", starts_at=start, ends_at=start + dt.timedelta(hours=2), nodes=NodeRequest(count=4)
+    )
+    signed_in(client, "ada", "teacher")
+    response = client.post("/lab/reservations/new/", form(node_count="3"))
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "Only 2 nodes are free in that window; you asked for 3." in html
+    assert f"/lab/reservations/new/?date={tomorrow().isoformat()}&amp;start=16%3A00&amp;end=18%3A00" in html
+
+
+def test_over_quota_is_refused_with_the_limit(client, lab):
+    ada = signed_in(client, "ada", "teacher")
+    Quota.objects.create(user=ada, reservation_max_hours=1)
+    response = client.post("/lab/reservations/new/", form())
+    assert response.status_code == 403
+    assert "A reservation may last at most 1 hour; this one is 2." in response.content.decode()
+
+
+def test_cancel_asks_for_confirmation_first(client, lab):
+    ada = signed_in(client, "ada", "teacher")
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    [r] = reservation_create(
+        by=ada, title="Mine", starts_at=start, ends_at=start + dt.timedelta(hours=1), nodes=NodeRequest(count=1)
+    )
+    assert b"Cancel this reservation?" in client.get(f"/lab/reservations/{r.pk}/cancel/").content
+    assert client.post(f"/lab/reservations/{r.pk}/cancel/").status_code == 400
+    assert Reservation.objects.get().status == "approved"
+    response = client.post(f"/lab/reservations/{r.pk}/cancel/", {"confirm": "yes"}, follow=True)
+    assert "is cancelled" in response.content.decode()
+    assert Reservation.objects.get().status == "cancelled"
+
+
+def test_another_teacher_may_not_open_or_cancel_mine(client, lab):
+    ada = UserFactory(username="ada", role="teacher")
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    [r] = reservation_create(
+        by=ada, title="Mine", starts_at=start, ends_at=start + dt.timedelta(hours=1), nodes=NodeRequest(count=1)
+    )
+    signed_in(client, "grace", "teacher")
+    assert client.get(f"/lab/reservations/{r.pk}/").status_code == 403
+    assert client.post(f"/lab/reservations/{r.pk}/cancel/", {"confirm": "yes"}).status_code == 403
+    assert Reservation.objects.get().status == "approved"
+
+
+def test_the_timeline_tells_students_only_what_they_may_know(client, lab):
+    ada = UserFactory(username="ada", role="teacher")
+    course = CourseFactory(code="DL-101")
+    course.teachers.add(ada)
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    reservation_create(
+        by=ada,
+        title="Secret project",
+        starts_at=start,
+        ends_at=start + dt.timedelta(hours=1),
+        nodes=NodeRequest(names=("gpu01",)),
+    )
+    reservation_create(
+        by=ada,
+        title="DL-101 lab",
+        starts_at=start,
+        ends_at=start + dt.timedelta(hours=1),
+        nodes=NodeRequest(names=("gpu02",)),
+        course=course,
+    )
+    student = signed_in(client, "sam", "student")
+    course.enrollments.create(user=student)
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    assert "Secret project" not in html and "Reserved" in html
+    assert "DL-101 lab" in html  # their own course's session
+    assert "Book nodes" not in html and "My reservations" not in html
+    client.logout()
+    signed_in(client, "grace", "teacher")
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    assert "Secret project" in html and "ada" in html
+
+
+def test_the_timeline_spans_a_dst_week_by_real_hours(client, lab, settings):
+    settings.TIME_ZONE = "Europe/Berlin"
+    signed_in(client, "ada", "teacher")
+    # The week of the last Sunday of October 2030 has 169 hours; Sunday starts at 6*24/169 of it.
+    html = client.get("/lab/reservations/?week=2030-10-23").content.decode()
+    assert "Week of Monday 21 October 2030" in html
+    assert f'left: {round(100 * 144 / 169, 3)}%">Sun 27' in html
+
+
+def test_admin_approves_from_the_approvals_page(client, lab):
+    ada = UserFactory(username="ada", role="teacher")
+    Quota.objects.create(user=ada, reservation_approval_nodes=2)
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    [r] = reservation_create(
+        by=ada, title="Big run", starts_at=start, ends_at=start + dt.timedelta(hours=1), nodes=NodeRequest(count=5)
+    )
+    signed_in(client, "root", "admin")
+    page = client.get("/lab/reservations/approvals/").content.decode()
+    assert "Big run" in page
+    assert client.post(f"/lab/reservations/{r.pk}/decide/", {"decision": "maybe"}).status_code == 302
+    assert Reservation.objects.get().status == "pending"
+    response = client.post(f"/lab/reservations/{r.pk}/decide/", {"decision": "approve"}, follow=True)
+    assert "Approved by root" in response.content.decode()
+    assert Reservation.objects.get().status == "approved"
+    assert ada.notices.filter(text__contains="was approved").exists()
+
+
+def test_students_and_teachers_may_not_decide(client, lab):
+    ada = UserFactory(username="ada", role="teacher")
+    Quota.objects.create(user=ada, reservation_approval_nodes=2)
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    [r] = reservation_create(
+        by=ada, title="Big run", starts_at=start, ends_at=start + dt.timedelta(hours=1), nodes=NodeRequest(count=5)
+    )
+    client.login(username="ada", password=PASSWORD)
+    assert client.post(f"/lab/reservations/{r.pk}/decide/", {"decision": "approve"}).status_code == 403
+    assert Reservation.objects.get().status == "pending"
