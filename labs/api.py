@@ -34,7 +34,7 @@ class IsLabAdmin(permissions.BasePermission):
 # --- Nodes -------------------------------------------------------------------------------
 
 
-class GpuOut(serializers.Serializer):
+class NodeGpuOut(serializers.Serializer):
     index = serializers.IntegerField()
     uuid = serializers.CharField(allow_null=True)
     model = serializers.CharField()
@@ -46,15 +46,15 @@ class NodeReservationOut(serializers.Serializer):
     owner = serializers.CharField(allow_null=True)
     starts_at = serializers.DateTimeField()
     ends_at = serializers.DateTimeField()
-    status = serializers.ChoiceField(choices=ReservationStatus.values)
+    status = serializers.ChoiceField(choices=ReservationStatus.choices)
 
 
 class NodeOut(serializers.Serializer):
     name = serializers.CharField()
-    status = serializers.ChoiceField(choices=NodeStatus.values)
+    status = serializers.ChoiceField(choices=NodeStatus.choices)
     status_reason = serializers.CharField()
     labels = serializers.DictField(child=serializers.CharField())
-    gpus = GpuOut(many=True, source="gpus.all")
+    gpus = NodeGpuOut(many=True, source="gpus.all")
     reservation = NodeReservationOut(allow_null=True, help_text="The reservation holding the node now.")
     next_reservation = NodeReservationOut(allow_null=True)
 

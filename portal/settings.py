@@ -86,6 +86,14 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The embedded setup has two writers (the web server and the periodic tasks): wait for the
+    # write lock instead of failing, and take it at BEGIN so a transaction never has to upgrade.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = envstr("REDIS_URL", "")
@@ -168,6 +176,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "NodeStatusEnum": "labs.models.NodeStatus",
+        "ReservationStatusEnum": "labs.models.ReservationStatus",
+    },
 }
 
 # --- The lab ---------------------------------------------------------------------------

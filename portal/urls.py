@@ -44,6 +44,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/", web.account, name="account"),
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
+    path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
     path("lab/reservations/", labs_views.reservation_timeline, name="reservations"),
     path("lab/reservations/new/", labs_views.reservation_new, name="reservation-new"),

@@ -12,5 +12,9 @@ export DEBUG="${DEBUG:-true}" INVENTORY_BACKEND=local
 mkdir -p var
 python manage.py migrate --no-input -v0
 python manage.py seed_demo
+# The in-process worker: periodic tasks (reservation tick, ...) through the same code as Celery beat.
+python manage.py run_periodic &
+periodic=$!
+trap 'kill "$periodic" 2>/dev/null || true' EXIT INT TERM
 echo "==> GPU Lab Portal on http://${HOST:-127.0.0.1}:${PORT:-8000}/  (Ctrl-C stops it)"
-exec python -m uvicorn portal.asgi:application --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}"
+python -m uvicorn portal.asgi:application --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}"

@@ -155,3 +155,8 @@ def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
     _apply(Quota.objects.filter(user=user).first(), values, sources, "user")
 
     return QuotaLimits(**values, sources=sources)
+
+
+def notices_for(user: User, *, limit: int = 10):
+    """What the portal has to tell this person and they have not dismissed, newest first."""
+    return user.notices.filter(read_at__isnull=True)[:limit]

@@ -11,10 +11,10 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
-from labs.selectors import lab_summary, usage_of
+from labs.selectors import lab_summary, reservations_of, reservations_pending, usage_of
 from portal.accounts.models import User
-from portal.accounts.selectors import courses_of, effective_quota, people_by_role
-from portal.accounts.services import token_issue
+from portal.accounts.selectors import courses_of, effective_quota, notices_for, people_by_role
+from portal.accounts.services import notice_dismiss, token_issue
 
 
 class LoginView(auth_views.LoginView):
@@ -64,7 +64,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "jobs": _meter(usage["jobs_running"], quota.max_jobs),
         },
     }
+    context["notices"] = notices_for(user)
+    if user.is_teacher or user.is_lab_admin:
+        context["my_reservations"] = reservations_of(user)[:5]
     if user.is_lab_admin:
+        context["pending_count"] = reservations_pending().count()
         context["people"] = people_by_role()
         template = "dashboard/admin.html"
     elif user.is_teacher:
@@ -87,3 +91,10 @@ def account(request: HttpRequest) -> HttpResponse:
         messages.success(request, "A new API token was made." if regenerate else "Your API token was made.")
         return redirect("account")
     return render(request, "account.html", {"token": token})
+
+
+@login_required
+@require_http_methods(["POST"])
+def notice_dismiss_view(request: HttpRequest, notice_id: int) -> HttpResponse:
+    notice_dismiss(user=request.user, notice_id=notice_id)
+    return redirect("dashboard")

@@ -114,6 +114,11 @@ def test_seed_demo_makes_forty_4090_nodes_and_users_of_each_role(capsys, setting
 
     assert set(User.objects.values_list("role", flat=True)) == {"student", "teacher", "admin"}
     assert "student-demo" in capsys.readouterr().out
+    # A class tomorrow on 8 nodes, and a whole-lab request waiting for the admin; made once.
+    from labs.models import Reservation
+
+    booked = {r.title: (r.status, r.nodes.count()) for r in Reservation.objects.all()}
+    assert booked == {"DL-101 lab session": ("approved", 8), "NLP-220 final runs": ("pending", 40)}
 
 
 @pytest.mark.django_db

@@ -6,9 +6,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from labs.inventory import demo_specs
+from labs.models import Reservation
+from labs.reservations import NodeRequest, reservation_create
 from labs.services import inventory_sync
-from portal.accounts.models import Role
+from portal.accounts.models import Course, Role, User
 from portal.accounts.services import course_upsert, user_upsert
+from portal.errors import PortalError
 
 DEMO_USERS = [
     # username, role, courses
@@ -56,8 +59,43 @@ class Command(BaseCommand):
             )
             for username, role, courses in DEMO_USERS:
                 user_upsert(username=username, role=role, password=demo_password(username), course_codes=courses)
+            booked = self._demo_reservations(today)
 
-        self.stdout.write(self.style.SUCCESS(f"Demo lab ready: {report}."))
+        self.stdout.write(self.style.SUCCESS(f"Demo lab ready: {report}; {booked} demo reservations made."))
         self.stdout.write("Demo users (username / password / role):")
         for username, role, _ in DEMO_USERS:
             self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")
+
+    def _demo_reservations(self, today: dt.date) -> int:
+        """A class tomorrow afternoon, and a whole-lab request waiting for the admin's approval."""
+        teacher, teacher2 = User.objects.get(username="teacher"), User.objects.get(username="teacher2")
+        tz = timezone.get_current_timezone()
+        wanted = [
+            (teacher, "DL-101 lab session", "DL-101", today + dt.timedelta(days=1), 14, 16, NodeRequest(count=8)),
+            (
+                teacher2,
+                "NLP-220 final runs",
+                "NLP-220",
+                today + dt.timedelta(days=3),
+                9,
+                13,
+                NodeRequest(all_nodes=True),
+            ),
+        ]
+        made = 0
+        for owner, title, code, day, start, end, nodes in wanted:
+            if Reservation.objects.filter(owner=owner, title=title).exists():
+                continue
+            try:
+                reservation_create(
+                    by=owner,
+                    title=title,
+                    course=Course.objects.get(code=code),
+                    starts_at=timezone.make_aware(dt.datetime.combine(day, dt.time(start)), tz),
+                    ends_at=timezone.make_aware(dt.datetime.combine(day, dt.time(end)), tz),
+                    nodes=nodes,
+                )
+                made += 1
+            except PortalError as exc:  # e.g. the demo lab is smaller, or the slot is taken
+                self.stdout.write(f"Skipped demo reservation {title!r}: {exc}")
+        return made

@@ -1,0 +1,54 @@
+"""Run Celery beat's schedule in this process: the embedded setup's in-process worker.
+
+With Redis, `celery beat` and `celery worker` do this; without it (the run command), this loop
+calls the same tasks through the same code path, one after another, at their intervals.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+log = logging.getLogger("portal.periodic")
+
+
+class Command(BaseCommand):
+    help = "Run the periodic tasks (CELERY_BEAT_SCHEDULE) in this process, for the embedded setup."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--once", action="store_true", help="Run every periodic task once, then stop.")
+
+    def handle(self, *args, once: bool = False, **options):
+        from portal.celery import app
+
+        app.loader.import_default_modules()
+        schedule = {name: entry for name, entry in settings.CELERY_BEAT_SCHEDULE.items()}
+        stopping = False
+
+        def stop(*_args):
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        due = dict.fromkeys(schedule, time.monotonic())
+        while not stopping:
+            for name, entry in schedule.items():
+                if time.monotonic() < due[name]:
+                    continue
+                try:
+                    result = app.tasks[entry["task"]].apply()
+                    if result.failed():
+                        log.error("periodic task %s failed: %s", name, result.result)
+                    elif once:
+                        self.stdout.write(f"{name}: {result.result}")
+                except Exception:  # one failing task must not stop the others
+                    log.exception("periodic task %s crashed", name)
+                due[name] = time.monotonic() + float(entry["schedule"])
+            if once:
+                return
+            time.sleep(max(0.2, min(due.values()) - time.monotonic()))
