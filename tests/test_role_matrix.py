@@ -81,3 +81,23 @@ def test_dashboard_is_the_one_for_the_role(browser_client, role):
     marker = {"student": "Here is what you can use this week", "teacher": "Courses you teach", "admin": "Lab overview"}
     assert marker[role] in page
     assert ("Admin console" in page) is (role == "admin")
+
+
+WRITE_MATRIX = {
+    # (method, path): expected status for anonymous, student, teacher, admin (with an empty JSON body)
+    ("post", "/api/v1/reservations/"): (401, 403, 400, 400),
+    ("delete", "/api/v1/reservations/999999/"): (401, 403, 404, 404),
+    ("post", "/api/v1/reservations/999999/approve/"): (401, 403, 403, 404),
+    ("post", "/api/v1/reservations/999999/reject/"): (401, 403, 403, 404),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("call,expected", WRITE_MATRIX.items(), ids=[f"{m} {p}" for m, p in WRITE_MATRIX])
+@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
+def test_api_write_role_matrix(api_as, call, expected, role_index, role):
+    method, path = call
+    response = getattr(api_as(role), method)(path, {}, format="json")
+    assert response.status_code == expected[role_index]
+    codes = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
+    assert response.json()["code"] == codes[response.status_code]
