@@ -216,6 +216,38 @@ if INVENTORY_BACKEND == "kubernetes":
         "schedule": float(INVENTORY_SYNC_INTERVAL_S),
     }
 
+# --- Training jobs
+# Where jobs run: subprocesses on this machine (local: the run command, the demo, tests) or batch/v1 Jobs.
+JOBS_BACKEND = envchoice("JOBS_BACKEND", "local", ("local", "kubernetes"))
+JOBS_NAMESPACE = envstr("JOBS_NAMESPACE", "gpu-lab-jobs")
+# Local backend: one directory per job attempt (pid, exit status, log) and per job (checkpoints).
+JOBS_LOCAL_DIR = Path(envstr("JOBS_LOCAL_DIR", str(VAR_DIR / "jobs")))
+# SIGTERM, then this long to write a checkpoint, then SIGKILL: for preemption and cancel alike.
+JOBS_STOP_GRACE_S = envint("JOBS_STOP_GRACE_S", 120, minimum=0, maximum=3600)
+JOBS_PREEMPT_GRACE_S = JOBS_STOP_GRACE_S
+# Work younger than this is not preempted for fair share or priority (Slurm's PreemptExemptTime).
+JOBS_PREEMPT_EXEMPT_S = envint("JOBS_PREEMPT_EXEMPT_S", 600, minimum=0)
+# Usage counts half after this long in the fair-share factor (Slurm's default: 7 days).
+JOBS_FAIRSHARE_HALF_LIFE_S = envint("JOBS_FAIRSHARE_HALF_LIFE_S", 7 * 24 * 3600, minimum=3600)
+JOBS_SCHEDULE_INTERVAL_S = envint("JOBS_SCHEDULE_INTERVAL_S", 30, minimum=5)
+# Kubernetes Job details: finished Jobs are garbage-collected after the TTL; the portal retries by attempt.
+JOBS_TTL_AFTER_FINISHED_S = envint("JOBS_TTL_AFTER_FINISHED_S", 24 * 3600, minimum=0)
+JOBS_BACKOFF_LIMIT = envint("JOBS_BACKOFF_LIMIT", 0, minimum=0, maximum=10)
+JOBS_RUN_AS_USER = envint("JOBS_RUN_AS_USER", 1000, minimum=1)
+JOBS_RUN_AS_GROUP = envint("JOBS_RUN_AS_GROUP", 1000, minimum=1)
+JOBS_CPU_PER_GPU = envstr("JOBS_CPU_PER_GPU", "4")
+JOBS_MEMORY_PER_GPU = envstr("JOBS_MEMORY_PER_GPU", "24Gi")
+JOBS_SHM_SIZE = envstr("JOBS_SHM_SIZE", "8Gi")
+# Taint keys of the GPU nodes that job pods tolerate (operator Exists).
+JOBS_TOLERATIONS = envlist("JOBS_TOLERATIONS", ["nvidia.com/gpu"])
+# Each job's writable checkpoint claim (empty class: the cluster's default); datasets are existing read-only claims.
+JOBS_CHECKPOINT_STORAGE_CLASS = envstr("JOBS_CHECKPOINT_STORAGE_CLASS", "")
+JOBS_CHECKPOINT_SIZE = envstr("JOBS_CHECKPOINT_SIZE", "20Gi")
+# The node pool's network for multi-node jobs (torchrun rendezvous, NCCL); empty means NCCL picks.
+JOBS_MASTER_PORT = envint("JOBS_MASTER_PORT", 29500, minimum=1024, maximum=65535)
+JOBS_NCCL_SOCKET_IFNAME = envstr("JOBS_NCCL_SOCKET_IFNAME", "")
+JOBS_NCCL_IB_HCA = envstr("JOBS_NCCL_IB_HCA", "")
+
 # --- Static files ----------------------------------------------------------------------
 
 STATIC_URL = "static/"

@@ -1,0 +1,265 @@
+"""Training jobs as processes on this machine: for the run command, the demo and the tests.
+
+Each attempt gets a directory under settings.JOBS_LOCAL_DIR named like the Kubernetes Job (`job-42-a1`),
+and a runner process (local_runner.py) that outlives the worker which started it. Everything the backend
+knows is in that directory (spec, pids, exit status, logs), so a restarted worker picks up where the last
+one stopped, and a dispatch that runs twice never starts the attempt twice: the runner holds a lock on
+the directory for its whole life and refuses to run an attempt that is running or finished.
+
+Each rank runs the job's argv (never a shell) with a small environment of its own (not the worker's: no
+secrets leak), CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it, the torchrun rendezvous
+variables on 127.0.0.1, and its output in rank-N.log. The container image is recorded but not used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.conf import settings
+
+from jobs.backends.base import JobRef, JobSpec, JobStatus, PodStatus, checkpoint_name
+from jobs.backends.local_runner import group_alive
+from portal.errors import BackendError
+
+RUNNER = Path(__file__).with_name("local_runner.py")
+ACK_TIMEOUT_S = 15.0
+LOG_TAIL_BYTES = 1024 * 1024
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalJobs:
+    name = "local"
+
+    def __init__(self, root: Path | str | None = None, grace_s: int | None = None) -> None:
+        self.root = Path(root if root is not None else settings.JOBS_LOCAL_DIR)
+        self.grace_s = settings.JOBS_STOP_GRACE_S if grace_s is None else grace_s
+
+    def _dir(self, ref: JobRef) -> Path:
+        return self.root / ref.name
+
+    def checkpoint_dir(self, job_id: int) -> Path:
+        return self.root / "checkpoints" / checkpoint_name(job_id)
+
+    @contextlib.contextmanager
+    def _launch_lock(self, directory: Path) -> Iterator[None]:
+        with open(directory / "launch.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    @staticmethod
+    def _runner_alive(directory: Path) -> bool:
+        try:
+            handle = open(directory / "run.lock", "a")  # noqa: SIM115
+        except OSError:
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+
+    # --- create -------------------------------------------------------------------------------
+
+    def create(self, spec: JobSpec) -> JobStatus:
+        problems = spec.problems()
+        if problems:
+            raise BackendError(f"Job {spec.name} cannot be created: {'; '.join(problems)}.", retryable=False)
+        directory = self._dir(spec.ref)
+        try:
+            (directory / "work").mkdir(parents=True, exist_ok=True)
+            if spec.checkpoint:
+                self.checkpoint_dir(spec.job_id).mkdir(parents=True, exist_ok=True)
+            with self._launch_lock(directory):
+                if (directory / "exit.json").exists() or self._runner_alive(directory):
+                    return self.status(spec.ref)
+                if (directory / "launched").exists():
+                    return self.status(spec.ref)  # it ran and its runner was lost: never run an attempt twice
+                _write_json(directory / "spec.json", self._runner_spec(spec, directory))
+                pid = self._spawn(directory)
+                (directory / "launched").write_text(str(pid))
+        except OSError as exc:
+            raise BackendError(f"Could not start job {spec.name} here: {exc}", retryable=True) from exc
+        return self.status(spec.ref)
+
+    def _runner_spec(self, spec: JobSpec, directory: Path) -> dict:
+        port = _free_port() if spec.nodes > 1 else int(settings.JOBS_MASTER_PORT)
+        base = {
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.defpath.lstrip(os.pathsep)]),
+            "HOME": str(directory / "work"),
+            "TMPDIR": str(directory / "work"),
+            "LANG": "C.UTF-8",
+            "PYTHONUNBUFFERED": "1",
+            **spec.env,
+            "PORTAL_JOB_ID": str(spec.job_id),
+            "PORTAL_ATTEMPT": str(spec.attempt),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(spec.nodes),
+            "NNODES": str(spec.nodes),
+            "NPROC_PER_NODE": str(spec.gpus_per_node),
+        }
+        if spec.checkpoint:
+            base["CHECKPOINT_DIR"] = str(self.checkpoint_dir(spec.job_id))
+        for dataset in spec.datasets:
+            base[dataset.env_name] = dataset.local_path or dataset.path
+        ranks = []
+        for rank in range(spec.nodes):
+            gpus = spec.gpu_indices[rank] if spec.gpu_indices else ()
+            env = {**base, "NODE_RANK": str(rank), "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus)}
+            ranks.append({"rank": rank, "node": spec.node_names[rank] if spec.node_names else "", "env": env})
+        return {
+            "argv": list(spec.command),
+            "image": spec.image,
+            "cwd": str(directory / "work"),
+            "max_runtime_s": spec.max_runtime_s,
+            "grace_s": self.grace_s,
+            "ranks": ranks,
+        }
+
+    def _spawn(self, directory: Path, *args: str) -> int:
+        """Start a runner and wait for it to say it holds the attempt ("ok"), or that one does or did."""
+        with open(directory / "runner.log", "ab") as errors:
+            proc = subprocess.Popen(  # noqa: S603 - our own runner script, argv
+                [sys.executable, str(RUNNER), str(directory), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                close_fds=True,
+            )
+        try:
+            ready, _, _ = select.select([proc.stdout], [], [], ACK_TIMEOUT_S)
+            answer = proc.stdout.readline().decode().strip() if ready else ""
+        finally:
+            proc.stdout.close()
+            proc.wait(timeout=ACK_TIMEOUT_S)
+        if answer not in ("ok", "busy", "done"):
+            raise BackendError(f"The local runner of {directory.name} did not start (see runner.log).", retryable=True)
+        return proc.pid
+
+    # --- status -------------------------------------------------------------------------------
+
+    def status(self, ref: JobRef) -> JobStatus:
+        directory = self._dir(ref)
+        spec = _read_json(directory / "spec.json")
+        if spec is None:
+            return JobStatus(name=ref.name, phase="missing", message="not created")
+        state = _read_json(directory / "state.json") or {}
+        pids = {rank["rank"]: rank["pid"] for rank in state.get("ranks", [])}
+        result = _read_json(directory / "exit.json")
+        if result is not None:
+            codes = result.get("exit_codes") or []
+            pods = tuple(
+                PodStatus(
+                    name=f"{ref.name}-{rank['rank']}",
+                    rank=rank["rank"],
+                    node=rank["node"],
+                    phase="Succeeded" if n < len(codes) and codes[n] == 0 else "Failed",
+                    exit_code=codes[n] if n < len(codes) else None,
+                    reason=result.get("reason", ""),
+                )
+                for n, rank in enumerate(spec["ranks"])
+            )
+            return JobStatus(
+                name=ref.name,
+                phase=result["phase"],
+                pods=pods,
+                message=result.get("message", ""),
+                started_at=result.get("started_at"),
+                finished_at=result.get("finished_at"),
+            )
+        alive = self._runner_alive(directory)
+        if not alive and not (directory / "launched").exists():
+            return JobStatus(name=ref.name, phase="missing", message="not started (a dispatch was interrupted)")
+        phase = "running" if state else "pending"
+        message = "running" if state else "starting"
+        if not alive:
+            if not any(group_alive(rank["pgid"]) for rank in state.get("ranks", [])):
+                return JobStatus(name=ref.name, phase="failed", message="the local runner was lost")
+            message = "running, but its runner was lost (delete it to stop it)"
+        pods = tuple(
+            PodStatus(name=f"{ref.name}-{rank['rank']}", rank=rank["rank"], node=rank["node"], phase="Running")
+            for rank in spec["ranks"]
+            if rank["rank"] in pids
+        )
+        return JobStatus(name=ref.name, phase=phase, pods=pods, message=message, started_at=state.get("started_at"))
+
+    # --- delete, logs, purge --------------------------------------------------------------------
+
+    def delete(self, ref: JobRef, *, grace_s: int | None = None) -> None:
+        """Cancel: SIGTERM to every rank, SIGKILL after the grace period. The directory stays, for the logs."""
+        directory = self._dir(ref)
+        if not (directory / "spec.json").exists():
+            return
+        grace = self.grace_s if grace_s is None else grace_s
+        try:
+            with self._launch_lock(directory):
+                if (directory / "exit.json").exists():
+                    return
+                _write_json(directory / "stop", {"grace_s": grace})
+                if self._runner_alive(directory):
+                    return
+                if not (directory / "launched").exists():
+                    _write_json(
+                        directory / "exit.json",
+                        {"phase": "failed", "reason": "cancelled", "message": "cancelled before it started",
+                         "exit_codes": [], "started_at": None, "finished_at": None},
+                    )  # fmt: skip
+                    return
+                self._spawn(directory, "--reap")
+        except OSError as exc:
+            raise BackendError(f"Could not stop job {ref.name}: {exc}", retryable=True) from exc
+
+    def logs(self, ref: JobRef, *, rank: int = 0, tail_lines: int | None = None) -> str:
+        path = self._dir(ref) / f"rank-{int(rank)}.log"
+        try:
+            with open(path, "rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                start = max(0, size - LOG_TAIL_BYTES) if tail_lines is not None else 0
+                handle.seek(start)
+                data = handle.read()
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise BackendError(f"Could not read the log of {ref.name}: {exc}", retryable=True) from exc
+        text = data.decode("utf-8", errors="replace")
+        if tail_lines is not None:
+            text = "".join(text.splitlines(keepends=True)[-int(tail_lines) :]) if tail_lines > 0 else ""
+        return text
+
+    def purge(self, job_id: int) -> None:
+        """Drop the job's checkpoints and the directories of its finished attempts."""
+        shutil.rmtree(self.checkpoint_dir(job_id), ignore_errors=True)
+        for directory in self.root.glob(f"job-{int(job_id)}-a*"):
+            if (directory / "exit.json").exists():
+                shutil.rmtree(directory, ignore_errors=True)

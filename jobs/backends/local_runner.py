@@ -1,0 +1,229 @@
+"""The runner of one local job attempt: started by jobs.backends.local, outlives the worker that started it.
+
+Usage: python local_runner.py DIR [--reap]
+
+It takes an exclusive lock on DIR/run.lock for as long as it lives, so one attempt never runs twice: a
+second runner finds the lock taken (prints "busy") or the attempt finished (prints "done") and leaves.
+Otherwise it prints "ok", detaches (double fork, new session), starts one process per rank from
+DIR/spec.json (argv, never a shell; own process group; output to DIR/rank-N.log), records their pids in
+DIR/state.json, and watches them:
+- a rank that fails stops the others (the attempt fails, as a Kubernetes Job with backoffLimit 0 does);
+- past max_runtime_s, or when DIR/stop appears (cancel), every rank gets SIGTERM, then SIGKILL after the
+  grace period;
+and finally writes DIR/exit.json. `--reap` is for a runner that was lost (machine restart): it stops the
+ranks it left behind and writes exit.json. Standard library only: it must not import Django.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL_S = 0.1
+# Status probes take the run lock for an instant to see whether a runner holds it.
+LOCK_WAIT_S = 2.0
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def group_alive(pgid: int) -> bool:
+    """Is the rank (its process group) still there? A leader that is a zombie nobody reaped counts as gone."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pgid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def take(lock) -> bool:
+    """The run lock, waiting out the instant a status probe holds it; False if another runner has it."""
+    until = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.01)
+
+
+def detach() -> None:
+    """Double fork: the worker reaps the first child at once; the runner belongs to no one's session."""
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+
+
+def stop_requested(root: Path) -> float | None:
+    stop = read_json(root / "stop")
+    if stop is None:
+        return None
+    return float(stop.get("grace_s", 0))
+
+
+def run(root: Path) -> dict:
+    spec = json.loads((root / "spec.json").read_text())
+    started_at = time.time()
+    procs: list[subprocess.Popen] = []
+    for rank in spec["ranks"]:
+        log = open(root / f"rank-{rank['rank']}.log", "ab")  # noqa: SIM115 - the child keeps it
+        try:
+            procs.append(
+                subprocess.Popen(  # noqa: S603 - argv from the portal's job spec, never a shell
+                    spec["argv"],
+                    env=rank["env"],
+                    cwd=spec["cwd"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            )
+        except OSError as exc:
+            log.write(f"cannot start {spec['argv'][0]!r}: {exc.strerror}\n".encode())
+            log.close()
+            for proc in procs:
+                signal_group(proc.pid, signal.SIGKILL)
+            return {
+                "phase": "failed",
+                "reason": "cannot_start",
+                "message": f"cannot start {spec['argv'][0]!r}: {exc.strerror}",
+                "exit_codes": [],
+                "started_at": started_at,
+            }
+        log.close()
+    ranks = [
+        {"rank": rank["rank"], "pid": proc.pid, "pgid": proc.pid}
+        for rank, proc in zip(spec["ranks"], procs, strict=True)
+    ]
+    write_json(root / "state.json", {"runner_pid": os.getpid(), "started_at": started_at, "ranks": ranks})
+
+    deadline = started_at + float(spec["max_runtime_s"])
+    reason = None
+    kill_at = None
+    grace = float(spec["grace_s"])
+    while True:
+        codes = [proc.poll() for proc in procs]
+        if all(code is not None for code in codes):
+            break
+        now = time.time()
+        if reason is None:
+            requested = stop_requested(root)
+            if requested is not None:
+                reason, grace = "cancelled", requested
+            elif now >= deadline:
+                reason = "deadline_exceeded"
+            elif any(code not in (None, 0) for code in codes):
+                reason = "failed"
+            if reason is not None:
+                for proc, code in zip(procs, codes, strict=True):
+                    if code is None:
+                        signal_group(proc.pid, signal.SIGTERM)
+                kill_at = now + grace
+        elif kill_at is not None and now >= kill_at:
+            for proc, code in zip(procs, codes, strict=True):
+                if code is None:
+                    signal_group(proc.pid, signal.SIGKILL)
+            kill_at = None
+        time.sleep(POLL_S)
+    # Leftovers of a rank (its children) go with it.
+    for proc in procs:
+        signal_group(proc.pid, signal.SIGKILL)
+    exit_codes = [code if code >= 0 else 128 - code for code in (proc.returncode for proc in procs)]
+    if reason is None:
+        reason = "completed" if all(code == 0 for code in exit_codes) else "failed"
+    messages = {
+        "completed": "completed",
+        "failed": f"exit codes {exit_codes}",
+        "deadline_exceeded": f"stopped at its max runtime of {spec['max_runtime_s']} s",
+        "cancelled": "cancelled",
+    }
+    return {
+        "phase": "succeeded" if reason == "completed" else "failed",
+        "reason": reason,
+        "message": messages[reason],
+        "exit_codes": exit_codes,
+        "started_at": started_at,
+    }
+
+
+def reap(root: Path) -> dict:
+    """Stop what a lost runner left running: SIGTERM, the grace period, SIGKILL."""
+    state = read_json(root / "state.json") or {}
+    groups = [rank["pgid"] for rank in state.get("ranks", [])]
+    grace = stop_requested(root)
+    grace = float((read_json(root / "spec.json") or {}).get("grace_s", 10)) if grace is None else grace
+    for pgid in groups:
+        signal_group(pgid, signal.SIGTERM)
+    until = time.time() + grace
+    while time.time() < until and any(group_alive(pgid) for pgid in groups):
+        time.sleep(POLL_S)
+    for pgid in groups:
+        signal_group(pgid, signal.SIGKILL)
+    return {
+        "phase": "failed",
+        "reason": "lost",
+        "message": "the local runner was lost; what it left running was stopped",
+        "exit_codes": [],
+        "started_at": state.get("started_at"),
+    }
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1])
+    reaping = "--reap" in argv[2:]
+    lock = open(root / "run.lock", "a")  # noqa: SIM115 - held for the runner's whole life
+    if not take(lock):
+        print("busy", flush=True)
+        return 0
+    if (root / "exit.json").exists():
+        print("done", flush=True)
+        return 0
+    detach()
+    print("ok", flush=True)
+    with open(root / "runner.log", "ab") as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+    # The runner itself is stopped by a cancel through DIR/stop; a signal to it is read the same way.
+    signal.signal(signal.SIGTERM, lambda *_: write_json(root / "stop", {"grace_s": 0}))
+    result = reap(root) if reaping else run(root)
+    result["finished_at"] = time.time()
+    write_json(root / "exit.json", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,289 @@
+"""The Kubernetes objects of one job attempt, as plain dicts: a batch/v1 Job, its rendezvous Service, its checkpoint
+claim. Pure functions of a JobSpec and a ClusterConfig, so tests validate exactly what is sent.
+
+- One node: a plain Job, one pod, `nvidia.com/gpu` (settings.KUBERNETES_GPU_RESOURCE) limits.
+- N nodes: an Indexed Job (completions = parallelism = N), one pod per node (required pod anti-affinity on
+  the hostname), and a headless Service named like the Job whose pods publish DNS before they are ready:
+  rank 0 is `<job>-0.<job>.<namespace>.svc`. Every pod gets what `torchrun` needs:
+  `torchrun --nnodes $WORLD_SIZE --nproc-per-node $NPROC_PER_NODE --node-rank $NODE_RANK
+  --master-addr $MASTER_ADDR --master-port $MASTER_PORT train.py`, where WORLD_SIZE counts nodes (as
+  Kubeflow's PyTorchJob does) and NODE_RANK is the pod's completion index, read through the downward API.
+- Placement: required node affinity on `kubernetes.io/hostname` in the nodes the queue policy assigned (the
+  scheduler still checks resources and taints, unlike `nodeName`); tolerations for the GPU taints.
+- Safety: non-root (runAsNonRoot, fixed uid/gid, fsGroup), no privilege escalation, all capabilities
+  dropped, RuntimeDefault seccomp, no service-account token, no service links.
+- Lifetime: activeDeadlineSeconds = max_runtime_s; backoffLimit (default 0: the portal retries by
+  attempt); ttlSecondsAfterFinished; terminationGracePeriodSeconds = the stop grace period.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from jobs.backends.base import JobSpec, checkpoint_name
+from jobs.backends.rules import label_value, scale_quantity
+
+LABEL_PREFIX = "portal.gpulab.io"
+LABEL_JOB = f"{LABEL_PREFIX}/job-id"
+LABEL_ATTEMPT = f"{LABEL_PREFIX}/attempt"
+LABEL_OWNER = f"{LABEL_PREFIX}/owner"
+LABEL_COURSE = f"{LABEL_PREFIX}/course"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-lab-portal", "app.kubernetes.io/component": "training-job"}
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+CHECKPOINT_MOUNT = "/checkpoint"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterConfig:
+    namespace: str = "gpu-lab-jobs"
+    gpu_resource: str = "nvidia.com/gpu"
+    tolerations: tuple[str, ...] = ("nvidia.com/gpu",)
+    run_as_user: int = 1000
+    run_as_group: int = 1000
+    cpu_per_gpu: str = "4"
+    memory_per_gpu: str = "24Gi"
+    shm_size: str = "8Gi"
+    backoff_limit: int = 0
+    ttl_after_finished_s: int = 86400
+    grace_s: int = 120
+    master_port: int = 29500
+    nccl_socket_ifname: str = ""
+    nccl_ib_hca: str = ""
+    checkpoint_storage_class: str = ""
+    checkpoint_size: str = "20Gi"
+
+    @classmethod
+    def from_settings(cls) -> ClusterConfig:
+        from django.conf import settings
+
+        return cls(
+            namespace=settings.JOBS_NAMESPACE,
+            gpu_resource=settings.KUBERNETES_GPU_RESOURCE,
+            tolerations=tuple(settings.JOBS_TOLERATIONS),
+            run_as_user=settings.JOBS_RUN_AS_USER,
+            run_as_group=settings.JOBS_RUN_AS_GROUP,
+            cpu_per_gpu=settings.JOBS_CPU_PER_GPU,
+            memory_per_gpu=settings.JOBS_MEMORY_PER_GPU,
+            shm_size=settings.JOBS_SHM_SIZE,
+            backoff_limit=settings.JOBS_BACKOFF_LIMIT,
+            ttl_after_finished_s=settings.JOBS_TTL_AFTER_FINISHED_S,
+            grace_s=settings.JOBS_STOP_GRACE_S,
+            master_port=settings.JOBS_MASTER_PORT,
+            nccl_socket_ifname=settings.JOBS_NCCL_SOCKET_IFNAME,
+            nccl_ib_hca=settings.JOBS_NCCL_IB_HCA,
+            checkpoint_storage_class=settings.JOBS_CHECKPOINT_STORAGE_CLASS,
+            checkpoint_size=settings.JOBS_CHECKPOINT_SIZE,
+        )
+
+
+def namespace_of(spec: JobSpec, config: ClusterConfig) -> str:
+    return spec.namespace or config.namespace
+
+
+def selector_labels(job_id: int, attempt: int) -> dict[str, str]:
+    """The labels that pick out one attempt's pods (and the Service's endpoints)."""
+    return {LABEL_JOB: str(job_id), LABEL_ATTEMPT: str(attempt)}
+
+
+def _labels(spec: JobSpec) -> dict[str, str]:
+    labels = {**MANAGED_BY, **selector_labels(spec.job_id, spec.attempt)}
+    if spec.owner and label_value(spec.owner):
+        labels[LABEL_OWNER] = label_value(spec.owner)
+    if spec.course and label_value(spec.course):
+        labels[LABEL_COURSE] = label_value(spec.course)
+    return labels
+
+
+def _annotations(spec: JobSpec) -> dict[str, str]:
+    annotations = {}
+    if spec.display_name:
+        annotations[f"{LABEL_PREFIX}/name"] = spec.display_name
+    if spec.owner:
+        annotations[f"{LABEL_PREFIX}/owner"] = spec.owner
+    return annotations
+
+
+def master_address(spec: JobSpec, config: ClusterConfig) -> str:
+    if spec.nodes == 1:
+        return "127.0.0.1"
+    return f"{spec.name}-0.{spec.name}.{namespace_of(spec, config)}.svc"
+
+
+def _env(spec: JobSpec, config: ClusterConfig) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(spec.env.items())]
+    env += [
+        {"name": "PORTAL_JOB_ID", "value": str(spec.job_id)},
+        {"name": "PORTAL_ATTEMPT", "value": str(spec.attempt)},
+        {"name": "MASTER_ADDR", "value": master_address(spec, config)},
+        {"name": "MASTER_PORT", "value": str(config.master_port)},
+        {"name": "WORLD_SIZE", "value": str(spec.nodes)},
+        {"name": "NNODES", "value": str(spec.nodes)},
+        {"name": "NPROC_PER_NODE", "value": str(spec.gpus_per_node)},
+    ]
+    if spec.nodes > 1:
+        env.append({"name": "NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX}}})
+        if config.nccl_socket_ifname:
+            env.append({"name": "NCCL_SOCKET_IFNAME", "value": config.nccl_socket_ifname})
+        if config.nccl_ib_hca:
+            env.append({"name": "NCCL_IB_HCA", "value": config.nccl_ib_hca})
+    else:
+        env.append({"name": "NODE_RANK", "value": "0"})
+    if spec.checkpoint:
+        env.append({"name": "CHECKPOINT_DIR", "value": CHECKPOINT_MOUNT})
+    env += [{"name": dataset.env_name, "value": dataset.path} for dataset in spec.datasets]
+    return env
+
+
+def _volumes(spec: JobSpec, config: ClusterConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    volumes: list[dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": config.shm_size}}]
+    # A memory-backed /dev/shm in the container (PyTorch data loaders share tensors there), not the host's.
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"}]  # noqa: S108
+    for number, dataset in enumerate(spec.datasets):
+        volume = f"dataset-{number}"
+        volumes.append({"name": volume, "persistentVolumeClaim": {"claimName": dataset.claim, "readOnly": True}})
+        mounts.append({"name": volume, "mountPath": dataset.path, "readOnly": True})
+    if spec.checkpoint:
+        volumes.append({"name": "checkpoint", "persistentVolumeClaim": {"claimName": checkpoint_name(spec.job_id)}})
+        mounts.append({"name": "checkpoint", "mountPath": CHECKPOINT_MOUNT})
+    return volumes, mounts
+
+
+def _affinity(spec: JobSpec) -> dict[str, Any]:
+    affinity: dict[str, Any] = {}
+    if spec.node_names:
+        affinity["nodeAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(spec.node_names)}
+                        ]
+                    }
+                ]
+            }
+        }
+    if spec.nodes > 1:
+        affinity["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": selector_labels(spec.job_id, spec.attempt)},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    return affinity
+
+
+def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
+    gpus = spec.gpus_per_node
+    volumes, mounts = _volumes(spec, config)
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": spec.image,
+        "command": list(spec.command),
+        "env": _env(spec, config),
+        "resources": {
+            "limits": {config.gpu_resource: str(gpus), "memory": scale_quantity(config.memory_per_gpu, gpus)},
+            "requests": {
+                config.gpu_resource: str(gpus),
+                "cpu": scale_quantity(config.cpu_per_gpu, gpus),
+                "memory": scale_quantity(config.memory_per_gpu, gpus),
+            },
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+        },
+        "volumeMounts": mounts,
+    }
+    if spec.nodes > 1:
+        container["ports"] = [{"name": "rendezvous", "containerPort": config.master_port, "protocol": "TCP"}]
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": config.grace_s,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": config.run_as_user,
+            "runAsGroup": config.run_as_group,
+            "fsGroup": config.run_as_group,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "tolerations": [{"key": key, "operator": "Exists", "effect": "NoSchedule"} for key in config.tolerations],
+        "containers": [container],
+        "volumes": volumes,
+    }
+    affinity = _affinity(spec)
+    if affinity:
+        pod_spec["affinity"] = affinity
+    job_spec: dict[str, Any] = {
+        "backoffLimit": config.backoff_limit,
+        "activeDeadlineSeconds": int(spec.max_runtime_s),
+        "ttlSecondsAfterFinished": config.ttl_after_finished_s,
+        "template": {"metadata": {"labels": _labels(spec)}, "spec": pod_spec},
+    }
+    if spec.nodes > 1:
+        pod_spec["subdomain"] = spec.name
+        job_spec.update({"completionMode": "Indexed", "completions": spec.nodes, "parallelism": spec.nodes})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": spec.name,
+            "namespace": namespace_of(spec, config),
+            "labels": _labels(spec),
+            "annotations": _annotations(spec),
+        },
+        "spec": job_spec,
+    }
+
+
+def service_manifest(spec: JobSpec, config: ClusterConfig, *, owner_uid: str | None = None) -> dict[str, Any]:
+    """The headless Service that gives a multi-node job's pods DNS names; owned by the Job, so it goes with it."""
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace_of(spec, config), "labels": _labels(spec)}
+    if owner_uid:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": spec.name,
+                "uid": owner_uid,
+                "controller": False,
+                "blockOwnerDeletion": False,
+            }
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": selector_labels(spec.job_id, spec.attempt),
+            "ports": [
+                {"name": "rendezvous", "port": config.master_port, "targetPort": config.master_port, "protocol": "TCP"}
+            ],
+        },
+    }
+
+
+def checkpoint_claim_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
+    """The job's writable checkpoint volume; one per job, kept across attempts (ReadWriteMany across nodes)."""
+    claim_spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteMany" if spec.nodes > 1 else "ReadWriteOnce"],
+        "resources": {"requests": {"storage": config.checkpoint_size}},
+    }
+    if config.checkpoint_storage_class:
+        claim_spec["storageClassName"] = config.checkpoint_storage_class
+    labels = {**MANAGED_BY, LABEL_JOB: str(spec.job_id)}
+    if spec.owner and label_value(spec.owner):
+        labels[LABEL_OWNER] = label_value(spec.owner)
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": checkpoint_name(spec.job_id), "namespace": namespace_of(spec, config), "labels": labels},
+        "spec": claim_spec,
+    }

@@ -1,0 +1,250 @@
+"""The queue policy's inputs and outputs: small frozen dataclasses, no ORM rows.
+
+Times are POSIX seconds (floats, UTC) so that the policy, the simulation and the services
+share one clock model; durations are seconds. The caller turns rows into these and back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+JobId = int | str
+ReservationId = int | str
+
+TimeFormatter = Callable[[float], str]
+
+DAY_S = 24 * 3600.0
+WEEK_S = 7 * DAY_S
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Window:
+    """A reservation's hold on a node from `starts_at` until `ends_at`.
+
+    Only jobs that name the reservation (and whose user or course it admits) run on the node
+    during the window; other jobs must end, by their max runtime, before it starts.
+    An empty `users` and `courses` admits anyone who names the reservation.
+    """
+
+    starts_at: float
+    ends_at: float
+    reservation_id: ReservationId
+    users: frozenset[str] = frozenset()
+    courses: frozenset[str] = frozenset()
+
+    def admits(self, user: str, course: str | None) -> bool:
+        if not self.users and not self.courses:
+            return True
+        return user in self.users or (course is not None and course in self.courses)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Node:
+    """A node as the policy sees it. `free_gpus` are the indices nothing holds now (no job, no notebook)."""
+
+    name: str
+    gpus: int
+    free_gpus: tuple[int, ...] = ()
+    schedulable: bool = True
+    windows: tuple[Window, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Placement:
+    node: str
+    gpus: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueuedJob:
+    id: JobId
+    user: str
+    gpus_per_node: int
+    max_runtime_s: float
+    submitted_at: float
+    nodes: int = 1
+    course: str | None = None
+    priority_class: str = "normal"
+    reservation_id: ReservationId | None = None
+    attempt: int = 1
+    # When this attempt entered the queue (a preempted job is requeued later than it was submitted).
+    queued_since: float | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def in_queue_since(self) -> float:
+        return self.submitted_at if self.queued_since is None else self.queued_since
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunningJob:
+    id: JobId
+    user: str
+    gpus_per_node: int
+    max_runtime_s: float
+    submitted_at: float
+    started_at: float
+    placements: tuple[Placement, ...]
+    course: str | None = None
+    priority_class: str = "normal"
+    reservation_id: ReservationId | None = None
+    attempt: int = 1
+    preemptible: bool = True
+    # Set once the job was told to stop (preempted or cancelled): its GPUs come free by then.
+    stopping_until: float | None = None
+
+    @property
+    def nodes(self) -> int:
+        return len(self.placements)
+
+    @property
+    def gpus(self) -> int:
+        return sum(len(p.gpus) for p in self.placements)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Quota:
+    """A user's limits in force; None means no limit. `gpu_hours_left` is this week's allowance minus use so far."""
+
+    max_jobs: int | None = None
+    max_gpus_per_job: int | None = None
+    gpu_hours_left: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PolicyConfig:
+    """Weights and limits of the portal policy. Priority = sum of weight x factor, each factor in [0, 1]."""
+
+    classes: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"low": 0, "normal": 1, "high": 2})
+    weight_class: float = 10_000.0
+    weight_fairshare: float = 1_000.0
+    weight_age: float = 1_000.0
+    weight_short: float = 1_000.0
+    # Usage decays with this half-life (Slurm's PriorityDecayHalfLife default: 7 days).
+    half_life_s: float = WEEK_S
+    # Age stops adding priority after this long in the queue (Slurm's PriorityMaxAge default: 7 days).
+    max_age_s: float = WEEK_S
+    # The short-job factor is 1 for a max runtime up to short_s and falls (log scale) to 0 at long_s.
+    short_s: float = 3600.0
+    long_s: float = WEEK_S
+    # A preempted job gets SIGTERM and this long to write a checkpoint before SIGKILL.
+    preempt_grace_s: float = 120.0
+    # Work that has run less than this is not preempted for fair share or backfill reasons (Slurm: PreemptExemptTime).
+    preempt_exempt_s: float = 600.0
+    # Same-class work is preempted for a job whose priority is this much higher (after the exempt time).
+    preempt_margin: float = 500.0
+    # Preemption is considered for this many waiting jobs per pass, highest priority first.
+    preemption_depth: int = 64
+    # A job still running past its max runtime is assumed to end this much later (the backend kills it).
+    overrun_slack_s: float = 60.0
+
+    def class_rank(self, name: str) -> int:
+        return self.classes.get(name, self.classes.get("normal", 0))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClusterState:
+    """Everything one scheduling pass looks at.
+
+    `usage` is each user's decayed GPU-seconds (see priority.decayed_usage); `shares` weighs users for fair
+    share (default 1 each); `quotas` the limits per user (missing: no limits).
+    """
+
+    now: float
+    nodes: Sequence[Node]
+    queued: Sequence[QueuedJob]
+    running: Sequence[RunningJob] = ()
+    usage: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    quotas: Mapping[str, Quota] = dataclasses.field(default_factory=dict)
+    shares: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+
+# --- Output ---------------------------------------------------------------------------
+
+WaitCode = Literal[
+    "waiting",
+    "starting",
+    "quota_jobs",
+    "quota_gpus_per_job",
+    "quota_gpu_hours",
+    "too_large",
+    "reservation_pending",
+    "reservation_over",
+    "reservation_too_short",
+    "reservation_not_allowed",
+]
+PreemptRule = Literal["priority", "fair_share", "backfill", "reservation"]
+
+
+@dataclasses.dataclass(slots=True)
+class Start:
+    job_id: JobId
+    placements: tuple[Placement, ...]
+    # Started ahead of a higher-priority job that is still waiting (it may be preempted for that job).
+    backfill: bool = False
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        return tuple(p.node for p in self.placements)
+
+
+@dataclasses.dataclass(slots=True)
+class Preemption:
+    job_id: JobId
+    for_job_id: JobId
+    rule: PreemptRule
+    grace_s: float
+    reason: str
+
+
+@dataclasses.dataclass(slots=True)
+class Waiting:
+    """Why a queued job did not start in this pass, as data; `sentence()` says it in words."""
+
+    job_id: JobId
+    position: int
+    code: WaitCode
+    gpus: int
+    priority: float
+    nodes: int = 1
+    estimated_start: float | None = None
+    # The numbers the sentence quotes: limits, counts, times, the reservation.
+    limit: float | None = None
+    used: float | None = None
+    at: float | None = None
+    reservation_id: ReservationId | None = None
+    preempting: int = 0
+
+    @property
+    def jobs_ahead(self) -> int:
+        return self.position - 1
+
+    def sentence(self, format_time: TimeFormatter | None = None) -> str:
+        from jobs.policy.reasons import waiting_sentence
+
+        return waiting_sentence(self, format_time or utc_clock)
+
+
+@dataclasses.dataclass(slots=True)
+class PassResult:
+    starts: list[Start]
+    preemptions: list[Preemption]
+    # Every job still queued, in queue order (position 1 first).
+    waiting: list[Waiting]
+
+    def waiting_by_id(self) -> dict[JobId, Waiting]:
+        return {w.job_id: w for w in self.waiting}
+
+
+def utc_clock(when: float) -> str:
+    """HH:MM in UTC; callers pass reasons.clock_formatter for the lab's time zone."""
+    if not math.isfinite(when):
+        return "unknown"
+    seconds = int(when) % 86400
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
