@@ -247,6 +247,18 @@ JOBS_CHECKPOINT_SIZE = envstr("JOBS_CHECKPOINT_SIZE", "20Gi")
 JOBS_MASTER_PORT = envint("JOBS_MASTER_PORT", 29500, minimum=1024, maximum=65535)
 JOBS_NCCL_SOCKET_IFNAME = envstr("JOBS_NCCL_SOCKET_IFNAME", "")
 JOBS_NCCL_IB_HCA = envstr("JOBS_NCCL_IB_HCA", "")
+# Images every job may use besides the admin console's allow-list (an exact reference, or a pattern with *).
+JOBS_IMAGE_ALLOW = envlist("JOBS_IMAGE_ALLOW", ["pytorch/pytorch:*", "nvcr.io/nvidia/pytorch:*", "python:3.12-slim"])
+# Bounds on a job's max_runtime_s (the policy plans with it; the backend kills the job when it is reached).
+JOBS_MIN_RUNTIME_S = envint("JOBS_MIN_RUNTIME_S", 60, minimum=1)
+JOBS_MAX_RUNTIME_S = envint("JOBS_MAX_RUNTIME_S", 7 * 24 * 3600, minimum=60)
+# How often running jobs' status is read from the backend (start, finish, stop).
+JOBS_FOLLOW_INTERVAL_S = envint("JOBS_FOLLOW_INTERVAL_S", 5, minimum=1)
+CELERY_BEAT_SCHEDULE["jobs-schedule"] = {
+    "task": "jobs.tasks.schedule_pass",
+    "schedule": float(JOBS_SCHEDULE_INTERVAL_S),
+}
+CELERY_BEAT_SCHEDULE["jobs-follow"] = {"task": "jobs.tasks.follow", "schedule": float(JOBS_FOLLOW_INTERVAL_S)}
 
 # --- Static files ----------------------------------------------------------------------
 

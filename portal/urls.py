@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from jobs import api as jobs_api
+from jobs import views as jobs_views
 from labs import api as labs_api
 from labs import views as labs_views
 from portal import ops
@@ -31,6 +33,11 @@ api_v1 = [
         name="reservation-reject",
     ),
     path("availability/", labs_api.AvailabilityApi.as_view(), name="availability"),
+    path("jobs/", jobs_api.JobListApi.as_view(), name="jobs"),
+    path("jobs/preview/", jobs_api.JobPreviewApi.as_view(), name="job-preview"),
+    path("jobs/<int:job_id>/", jobs_api.JobDetailApi.as_view(), name="job"),
+    path("jobs/<int:job_id>/cancel/", jobs_api.JobCancelApi.as_view(), name="job-cancel"),
+    path("jobs/<int:job_id>/logs/", jobs_api.JobLogsApi.as_view(), name="job-logs"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -56,6 +63,10 @@ urlpatterns = [
     path(
         "lab/reservations/<int:reservation_id>/decide/", labs_views.reservation_decide_view, name="reservation-decide"
     ),
+    path("jobs/", jobs_views.job_list, name="jobs"),
+    path("jobs/new/", jobs_views.job_new, name="job-new"),
+    path("jobs/<int:job_id>/", jobs_views.job_detail, name="job"),
+    path("jobs/<int:job_id>/cancel/", jobs_views.job_cancel_view, name="job-cancel"),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),

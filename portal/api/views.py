@@ -5,6 +5,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
 from portal.accounts.selectors import courses_of, effective_quota
 from portal.accounts.services import token_issue
@@ -54,9 +55,7 @@ class MeApi(APIView):
     @extend_schema(responses=MeOut, summary="Who I am, my courses, my limits and my usage")
     def get(self, request):
         user = request.user
-        usage = usage_of(user)
-        # No job queue exists before the jobs app has one; until then nothing can be queued.
-        usage.setdefault("jobs_queued", 0)
+        usage = {**usage_of(user), "jobs_queued": jobs_queued_count(user)}
         body = {
             "username": user.username,
             "role": "admin" if user.is_lab_admin else user.role,

@@ -1,0 +1,197 @@
+"""The job queue's API (v1): submit, list, read, cancel, logs, and the "will it start now?" dry run. Thin."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
+from jobs.selectors import job_for, jobs_visible_to
+from jobs.services import job_cancel, job_preview, job_submit
+from jobs.services.dispatch import job_logs
+from portal.errors import BackendError, PortalError
+
+
+class BackendUnavailable(PortalError):
+    status = 503
+    code = "backend_unavailable"
+
+
+class JobIn(serializers.Serializer):
+    """Types only; every rule (allow-list, argv, quotas, reservations) is the service's, for pages and API alike."""
+
+    name = serializers.CharField(max_length=200, allow_blank=True)
+    image = serializers.CharField(max_length=300, allow_blank=True)
+    command = serializers.JSONField(help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string.')
+    gpus = serializers.IntegerField(help_text="GPUs per node.")
+    nodes = serializers.IntegerField(required=False, default=1)
+    max_runtime_s = serializers.IntegerField()
+    priority = serializers.ChoiceField(choices=PriorityClass.choices, required=False, default=PriorityClass.NORMAL)
+    reservation = serializers.IntegerField(required=False, allow_null=True, default=None)
+    env = serializers.JSONField(required=False, default=dict)
+    datasets = serializers.JSONField(required=False, default=list)
+    course = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, max_length=32)
+
+
+class JobEventOut(serializers.Serializer):
+    at = serializers.DateTimeField()
+    from_state = serializers.CharField()
+    to_state = serializers.CharField()
+    attempt = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class JobOut(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    name = serializers.CharField()
+    status = serializers.CharField(
+        source="state", help_text="queued, starting, running, succeeded, failed or cancelled"
+    )
+    stopping = serializers.BooleanField(help_text="A cancel or preemption was asked for and is under way.")
+    owner = serializers.CharField(source="owner.username")
+    course = serializers.CharField(source="course.code", allow_null=True, default=None)
+    image = serializers.CharField()
+    command = serializers.ListField(child=serializers.CharField())
+    env = serializers.DictField(child=serializers.CharField())
+    gpus = serializers.IntegerField(source="gpus_per_node")
+    nodes = serializers.IntegerField()
+    max_runtime_s = serializers.IntegerField()
+    priority = serializers.CharField()
+    reservation = serializers.IntegerField(source="reservation_id", allow_null=True)
+    datasets = serializers.ListField(child=serializers.CharField())
+    attempt = serializers.IntegerField()
+    node_names = serializers.ListField(child=serializers.CharField())
+    position = serializers.SerializerMethodField()
+    reason = serializers.SerializerMethodField(help_text="Why it waits (while queued), or why it stopped.")
+    estimated_start = serializers.SerializerMethodField()
+    submitted_at = serializers.DateTimeField()
+    queued_since = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    running_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    exit_code = serializers.IntegerField(allow_null=True)
+    message = serializers.CharField()
+
+    def get_position(self, job) -> int | None:
+        return job.position if job.state == JobState.QUEUED else None
+
+    def get_reason(self, job) -> str:
+        if job.state == JobState.QUEUED:
+            return job.reason
+        if job.stop_requested_at is not None:
+            return f"stopping: {job.stop_note}"
+        if job.state in FINISHED_STATES:
+            return job.message
+        return ""
+
+    def get_estimated_start(self, job) -> str | None:
+        if job.state != JobState.QUEUED or job.estimated_start is None:
+            return None
+        return serializers.DateTimeField().to_representation(job.estimated_start)
+
+
+class JobDetailOut(JobOut):
+    events = JobEventOut(many=True, source="events.all")
+
+
+class JobListQuery(serializers.Serializer):
+    status = serializers.CharField(required=False, help_text="Only jobs in this state.")
+
+    def validate_status(self, value: str) -> str:
+        if value not in JobState.values:
+            raise serializers.ValidationError(f"One of {', '.join(JobState.values)}.")
+        return value
+
+    mine = serializers.BooleanField(required=False, default=False)
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+
+
+def _submit_fields(data: dict) -> dict:
+    return {name: data.get(name) for name in JobIn().fields}
+
+
+class JobListApi(APIView):
+    @extend_schema(parameters=[JobListQuery], responses=JobOut(many=True), summary="Jobs I may see, newest first")
+    def get(self, request):
+        query = JobListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        jobs = jobs_visible_to(request.user)
+        if query.validated_data.get("status"):
+            jobs = jobs.filter(state=query.validated_data["status"])
+        if query.validated_data["mine"]:
+            jobs = jobs.filter(owner=request.user)
+        return Response(JobOut(jobs[: query.validated_data["limit"]], many=True).data)
+
+    @extend_schema(request=JobIn, responses={201: JobOut}, summary="Submit a training job to the queue")
+    def post(self, request):
+        data = JobIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        job = job_submit(user=request.user, **_submit_fields(data.validated_data))
+        return Response(JobOut(job).data, status=status.HTTP_201_CREATED)
+
+
+class PreviewOut(serializers.Serializer):
+    starts_now = serializers.BooleanField()
+    sentence = serializers.CharField()
+    position = serializers.IntegerField(allow_null=True)
+    estimated_start = serializers.DateTimeField(allow_null=True)
+    node_names = serializers.ListField(child=serializers.CharField())
+
+
+class JobPreviewApi(APIView):
+    @extend_schema(request=JobIn, responses=PreviewOut, summary="Will it start now? A dry run; nothing is queued")
+    def post(self, request):
+        data = JobIn(data=request.data)
+        data.is_valid(raise_exception=True)
+        answer = job_preview(user=request.user, **_submit_fields(data.validated_data))
+        return Response(PreviewOut(answer).data)
+
+
+class JobDetailApi(APIView):
+    @extend_schema(responses=JobDetailOut, summary="One job, with its events")
+    def get(self, request, job_id: int):
+        return Response(JobDetailOut(job_for(request.user, job_id)).data)
+
+
+class JobCancelApi(APIView):
+    @extend_schema(request=None, responses=JobDetailOut, summary="Cancel a job (stopping it if it runs)")
+    def post(self, request, job_id: int):
+        job = job_cancel(user=request.user, job=job_for(request.user, job_id))
+        return Response(JobDetailOut(Job.objects.get(pk=job.pk)).data)
+
+
+class LogsQuery(serializers.Serializer):
+    attempt = serializers.IntegerField(required=False, min_value=1)
+    rank = serializers.IntegerField(required=False, default=0, min_value=0, max_value=999)
+    tail = serializers.IntegerField(required=False, min_value=0, max_value=100_000)
+
+
+class JobLogsApi(APIView):
+    @extend_schema(parameters=[LogsQuery], responses={(200, "text/plain"): str}, summary="The output of one rank")
+    def get(self, request, job_id: int):
+        job = job_for(request.user, job_id)
+        query = LogsQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
+        attempt = values.get("attempt") or job.attempt
+        if attempt > job.attempt or values["rank"] >= job.nodes:
+            raise serializers.ValidationError(
+                {"attempt" if attempt > job.attempt else "rank": ["No such attempt or rank."]}
+            )
+        try:
+            text = job_logs(job=job, attempt=attempt, rank=values["rank"], tail_lines=values.get("tail"))
+        except BackendError as exc:
+            raise BackendUnavailable(f"The logs cannot be read right now: {exc}") from exc
+        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+__all__ = [
+    "JobCancelApi",
+    "JobDetailApi",
+    "JobListApi",
+    "JobLogsApi",
+    "JobPreviewApi",
+]

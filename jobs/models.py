@@ -1,0 +1,238 @@
+"""Training jobs: the job and its state machine, its events, and the admin-managed images and datasets.
+
+A job moves queued -> starting -> running -> succeeded | failed | cancelled; a preempted attempt goes back to
+queued with `attempt` + 1. Every move is a conditional UPDATE in services.py that also writes a JobEvent.
+The GPUs an attempt holds are in the ledger (labs.Allocation, ref "job:<id>#<attempt>"), not here.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.db.models import F, Q
+from django.utils import timezone
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    STARTING = "starting", "Starting"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+# Queued or holding GPUs: what counts against max_jobs at submission.
+ACTIVE_STATES = (JobState.QUEUED, JobState.STARTING, JobState.RUNNING)
+# Holding GPUs (an attempt was placed): what the follower watches.
+PLACED_STATES = (JobState.STARTING, JobState.RUNNING)
+FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+class PriorityClass(models.TextChoices):
+    LOW = "low", "Low (runs when the lab is idle; preempted first)"
+    NORMAL = "normal", "Normal"
+    HIGH = "high", "High (teachers and admins)"
+
+
+class StopReason(models.TextChoices):
+    NONE = "", "—"
+    CANCELLED = "cancelled", "Cancelled"
+    PREEMPTED = "preempted", "Preempted"
+
+
+# An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
+IMAGE_REFERENCE = re.compile(
+    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+
+
+def image_allowed_by(pattern: str, image: str) -> bool:
+    """`*` matches anything (e.g. "registry.lab.example/*", "pytorch/pytorch:2.*"); otherwise the exact reference."""
+    pattern = pattern.strip()
+    if not pattern:
+        return False
+    if "*" in pattern:
+        return fnmatch.fnmatchcase(image, pattern.replace("[", "[[]").replace("?", "[?]"))
+    return image == pattern
+
+
+class ImageRule(models.Model):
+    """One entry of the image allow-list that admins keep: a job's image must match an enabled rule."""
+
+    pattern = models.CharField(
+        max_length=255,
+        unique=True,
+        help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
+    )
+    description = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pattern"]
+
+    def __str__(self) -> str:
+        return self.pattern
+
+    def clean(self) -> None:
+        if any(ch.isspace() for ch in self.pattern) or not self.pattern.strip("*"):
+            raise ValidationError({"pattern": "A pattern has no spaces and is more than a lone *."})
+
+    def matches(self, image: str) -> bool:
+        return self.enabled and image_allowed_by(self.pattern, image)
+
+
+dataset_name_validator = RegexValidator(
+    r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", "Lower-case letters, digits and dashes (at most 63)."
+)
+
+
+class Dataset(models.Model):
+    """A read-only dataset jobs may mount: a PersistentVolumeClaim on the cluster, a directory locally."""
+
+    name = models.CharField(max_length=63, unique=True, validators=[dataset_name_validator])
+    claim = models.CharField(max_length=253, blank=True, help_text="The PersistentVolumeClaim (Kubernetes).")
+    local_path = models.CharField(max_length=500, blank=True, help_text="The directory (local backend).")
+    description = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Job(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    course = models.ForeignKey("accounts.Course", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs")
+    name = models.CharField(max_length=120)
+    image = models.CharField(max_length=255)
+    # argv, never a shell string: ["python", "train.py", "--epochs", "3"].
+    command = models.JSONField()
+    env = models.JSONField(default=dict, blank=True)
+    gpus_per_node = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(64)])
+    nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(1000)])
+    max_runtime_s = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    priority = models.CharField(max_length=16, choices=PriorityClass.choices, default=PriorityClass.NORMAL)
+    preemptible = models.BooleanField(default=True)
+    reservation = models.ForeignKey(
+        "labs.Reservation", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs"
+    )
+    # Names of Dataset rows, mounted read-only.
+    datasets = models.JSONField(default=list, blank=True)
+
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    attempt = models.PositiveIntegerField(default=1)
+    # The current attempt's placement, one entry per node in rank order.
+    node_names = models.JSONField(default=list, blank=True)
+    gpu_indices = models.JSONField(default=list, blank=True)
+    # While queued: why it waits and where it stands (from the last scheduling pass).
+    reason = models.CharField(max_length=300, blank=True)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    estimated_start = models.DateTimeField(null=True, blank=True)
+    # A stop was asked for (cancel or preemption); the attempt ends when the backend says it is gone.
+    stop_reason = models.CharField(max_length=16, choices=StopReason.choices, blank=True, default="")
+    stop_note = models.CharField(max_length=300, blank=True)
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stopping_until = models.DateTimeField(null=True, blank=True)
+
+    submitted_at = models.DateTimeField(default=timezone.now)
+    queued_since = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt got its GPUs.")
+    running_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt began running.")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    message = models.CharField(max_length=500, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-submitted_at", "-id"]
+        indexes = [
+            models.Index(fields=["state", "queued_since"], name="job_state_queued"),
+            models.Index(fields=["owner", "state"], name="job_owner_state"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(state__in=JobState.values), name="job_state_valid"),
+            models.CheckConstraint(condition=Q(priority__in=PriorityClass.values), name="job_priority_valid"),
+            models.CheckConstraint(
+                condition=Q(gpus_per_node__gte=1) & Q(nodes__gte=1) & Q(max_runtime_s__gte=1) & Q(attempt__gte=1),
+                name="job_sizes_positive",
+            ),
+            # Finished exactly when in a final state.
+            models.CheckConstraint(
+                condition=Q(state__in=[s.value for s in FINISHED_STATES], finished_at__isnull=False)
+                | (~Q(state__in=[s.value for s in FINISHED_STATES]) & Q(finished_at__isnull=True)),
+                name="job_finished_at_iff_final",
+            ),
+            # A placed attempt knows when it got its GPUs.
+            models.CheckConstraint(
+                condition=~Q(state__in=[s.value for s in PLACED_STATES]) | Q(started_at__isnull=False),
+                name="job_placed_has_start",
+            ),
+            models.CheckConstraint(condition=Q(queued_since__gte=F("submitted_at")), name="job_queued_after_submit"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} “{self.name}”"
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def ref(self) -> str:
+        """The ledger's name of the current attempt."""
+        return allocation_ref(self.pk, self.attempt)
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_requested_at is not None
+
+    @property
+    def status_label(self) -> str:
+        if self.stopping and self.state in PLACED_STATES:
+            return "stopping"
+        return self.state
+
+
+def allocation_ref(job_id: int, attempt: int) -> str:
+    return f"job:{int(job_id)}#{int(attempt)}"
+
+
+def parse_allocation_ref(ref: str) -> tuple[int, int] | None:
+    match = re.fullmatch(r"job:(\d+)#(\d+)", ref or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+class JobEvent(models.Model):
+    """One transition of a job, with its reason: what the detail page and the API's `events` show."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(default=timezone.now)
+    from_state = models.CharField(max_length=16, blank=True)
+    to_state = models.CharField(max_length=16, choices=JobState.choices)
+    attempt = models.PositiveIntegerField()
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["job", "at"], name="jobevent_job_at")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.from_state or '—'} → {self.to_state}"

@@ -1,0 +1,62 @@
+"""Reads about training jobs, and who may see which: the one place that decides visibility."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from jobs.models import ACTIVE_STATES, Dataset, Job, JobState
+from labs.models import HOLDING_STATUSES, Reservation
+from labs.placement import course_ids_of
+from portal.accounts.models import User
+from portal.errors import NotFound
+
+
+def jobs_visible_to(user: User) -> QuerySet[Job]:
+    """Students see their own jobs; teachers theirs and their courses' students'; admins every job."""
+    jobs = Job.objects.select_related("owner", "course", "reservation")
+    if user is None or not user.is_authenticated:
+        return jobs.none()
+    if user.is_lab_admin:
+        return jobs
+    if user.is_teacher:
+        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
+        return jobs.filter(Q(owner=user) | Q(owner__in=students))
+    return jobs.filter(owner=user)
+
+
+def job_for(user: User, job_id: int) -> Job:
+    """The job if `user` may see it; NotFound otherwise (whether or not it exists)."""
+    job = jobs_visible_to(user).filter(pk=job_id).first()
+    if job is None:
+        raise NotFound("No such job.")
+    return job
+
+
+def may_cancel(user: User, job: Job) -> bool:
+    return job.is_active and (job.owner_id == user.pk or user.is_lab_admin)
+
+
+def jobs_queued_count(user: User) -> int:
+    return Job.objects.filter(owner=user, state=JobState.QUEUED).count()
+
+
+def jobs_active_count(user: User) -> int:
+    return Job.objects.filter(owner=user, state__in=ACTIVE_STATES).count()
+
+
+def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
+    """Approved or running reservations this person may run jobs in, not yet over."""
+    from django.utils import timezone
+
+    course_ids = course_ids_of(user)
+    return (
+        Reservation.objects.filter(status__in=HOLDING_STATUSES, ends_at__gt=timezone.now())
+        .exclude(status="pending")
+        .filter(Q(owner=user) | Q(course_id__in=course_ids))
+        .select_related("course")
+        .order_by("starts_at")
+    )
+
+
+def datasets_available() -> QuerySet[Dataset]:
+    return Dataset.objects.filter(enabled=True).order_by("name")

@@ -1,0 +1,369 @@
+"""The scheduling pass: the database turned into the policy's ClusterState, and the policy's decisions applied.
+
+One pass at a time: a transaction-scoped PostgreSQL advisory lock serialises passes (a second one waits and
+then sees what the first did). On SQLite, the embedded setup, the database's single write lock does the same.
+Starts write the ledger with the chosen GPUs locked and checked again, as labs.placement.allocate does, so a
+notebook that took a GPU since the pass read the ledger wins and the job simply waits for the next pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs.conf import policy_config
+from jobs.models import PLACED_STATES, Job, JobState, StopReason
+from jobs.policy import (
+    ClusterState,
+    PassResult,
+    Placement,
+    QueuedJob,
+    Quota,
+    RunningJob,
+    Start,
+    Waiting,
+    Window,
+    clock_formatter,
+    decayed_usage,
+    schedule,
+)
+from jobs.policy import Node as PolicyNode
+from jobs.services.transitions import job_request_stop, transition
+from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
+from labs.placement import reserved_windows
+from labs.selectors import gpu_hours, week_start
+from portal.accounts.models import Course, Enrollment, User
+from portal.accounts.selectors import effective_quota
+
+# Any constant that no other part of the portal uses for an advisory lock.
+PASS_LOCK_KEY = 0x6A6F6273  # "jobs"
+PREVIEW_ID = "preview"
+
+
+def user_key(user_id: int) -> str:
+    """How the policy names a person (it never needs the name itself)."""
+    return str(user_id)
+
+
+def _ts(moment: dt.datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
+
+
+@dataclasses.dataclass
+class LabSnapshot:
+    state: ClusterState
+    queued: dict[int, Job]
+    placed: dict[int, Job]
+    # (node name, GPU index) -> Gpu id, to write the ledger.
+    gpu_ids: dict[tuple[str, int], int]
+
+
+def _reservation_people(reservations: Iterable[Reservation]) -> dict[int, frozenset[str]]:
+    """Who may work inside each reservation: its owner, and its course's teachers and students (as may_use)."""
+    reservations = list(reservations)
+    course_ids = {r.course_id for r in reservations if r.course_id}
+    by_course: dict[int, set[str]] = defaultdict(set)
+    for course_id, user_id in Enrollment.objects.filter(course_id__in=course_ids).values_list("course_id", "user_id"):
+        by_course[course_id].add(user_key(user_id))
+    teachers = Course.teachers.through.objects.filter(course_id__in=course_ids)
+    for course_id, user_id in teachers.values_list("course_id", "user_id"):
+        by_course[course_id].add(user_key(user_id))
+    return {
+        r.pk: frozenset({user_key(r.owner_id)} | (by_course.get(r.course_id, set()) if r.course_id else set()))
+        for r in reservations
+    }
+
+
+def _quotas(user_ids: set[int], now: dt.datetime) -> dict[str, Quota]:
+    quotas = {}
+    start = week_start(now)
+    for user in User.objects.filter(pk__in=user_ids):
+        limits = effective_quota(user)
+        used = gpu_hours(
+            Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=start, end=now
+        )
+        quotas[user_key(user.pk)] = Quota(
+            max_jobs=limits.max_jobs,
+            max_gpus_per_job=limits.max_gpus_per_job,
+            gpu_hours_left=float(limits.gpu_hours_week - used),
+        )
+    return quotas
+
+
+def _usage(now: dt.datetime, half_life_s: float) -> dict[str, float]:
+    """Decayed GPU-seconds per person from the ledger (notebooks and jobs; reservations are not use)."""
+    since = now - dt.timedelta(seconds=8 * half_life_s)
+    rows = (
+        Allocation.objects.exclude(kind=AllocationKind.RESERVATION)
+        .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=since))
+        .values_list("user_id", "starts_at", "ends_at", "share")
+    )
+    return decayed_usage(
+        ((user_key(u), s.timestamp(), _ts(e), float(share)) for u, s, e, share in rows),
+        now=now.timestamp(),
+        half_life_s=half_life_s,
+    )
+
+
+def queued_from(job: Job) -> QueuedJob:
+    return QueuedJob(
+        id=job.pk,
+        user=user_key(job.owner_id),
+        gpus_per_node=job.gpus_per_node,
+        max_runtime_s=float(job.max_runtime_s),
+        submitted_at=job.submitted_at.timestamp(),
+        nodes=job.nodes,
+        priority_class=job.priority,
+        reservation_id=job.reservation_id,
+        attempt=job.attempt,
+        queued_since=job.queued_since.timestamp(),
+    )
+
+
+def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapshot:
+    """Everything one pass looks at, read from the database now."""
+    config = policy_config()
+    queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
+    placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
+
+    held_by_jobs: set[tuple[str, int]] = set()
+    running = []
+    for job in placed.values():
+        placements = tuple(
+            Placement(node=name, gpus=tuple(indices))
+            for name, indices in zip(job.node_names, job.gpu_indices, strict=False)
+        )
+        held_by_jobs.update((p.node, g) for p in placements for g in p.gpus)
+        running.append(
+            RunningJob(
+                id=job.pk,
+                user=user_key(job.owner_id),
+                gpus_per_node=job.gpus_per_node,
+                max_runtime_s=float(job.max_runtime_s),
+                submitted_at=job.submitted_at.timestamp(),
+                started_at=(job.started_at or now).timestamp(),
+                placements=placements,
+                priority_class=job.priority,
+                reservation_id=job.reservation_id,
+                attempt=job.attempt,
+                preemptible=job.preemptible,
+                stopping_until=_ts(job.stopping_until),
+            )
+        )
+
+    horizon = now + dt.timedelta(seconds=settings.JOBS_MAX_RUNTIME_S + 3600)
+    windows_by_node = reserved_windows(now, horizon)
+    people = _reservation_people({r.pk: r for ws in windows_by_node.values() for _, r in ws}.values())
+    held_gpus = set(
+        Allocation.objects.filter(ends_at__isnull=True)
+        .exclude(kind=AllocationKind.RESERVATION)
+        .values_list("gpu_id", flat=True)
+    )
+    gpus_by_node: dict[int, list[Gpu]] = defaultdict(list)
+    gpu_ids: dict[tuple[str, int], int] = {}
+    nodes = list(Node.objects.exclude(status=NodeStatus.DOWN).order_by("name"))
+    for gpu in Gpu.objects.filter(node__in=nodes).order_by("index"):
+        gpus_by_node[gpu.node_id].append(gpu)
+    policy_nodes = []
+    for node in nodes:
+        gpus = gpus_by_node.get(node.pk, [])
+        for gpu in gpus:
+            gpu_ids[(node.name, gpu.index)] = gpu.pk
+        ready = node.status == NodeStatus.READY
+        free = tuple(
+            gpu.index
+            for gpu in gpus
+            if ready and gpu.pk not in held_gpus and (node.name, gpu.index) not in held_by_jobs
+        )
+        windows = tuple(
+            Window(
+                starts_at=window.starts_at.timestamp(),
+                ends_at=window.ends_at.timestamp(),
+                reservation_id=reservation.pk,
+                users=people.get(reservation.pk, frozenset()),
+            )
+            for window, reservation in windows_by_node.get(node.pk, [])
+        )
+        policy_nodes.append(
+            PolicyNode(name=node.name, gpus=len(gpus), free_gpus=free, schedulable=ready, windows=windows)
+        )
+
+    extra = [q for q in extra if q.id not in queued]
+    queued_jobs = [queued_from(job) for job in queued.values()] + extra
+    users = {job.owner_id for job in queued.values()} | {int(q.user) for q in extra}
+    state = ClusterState(
+        now=now.timestamp(),
+        nodes=policy_nodes,
+        queued=queued_jobs,
+        running=running,
+        usage=_usage(now, config.half_life_s),
+        quotas=_quotas(users, now),
+    )
+    return LabSnapshot(state=state, queued=queued, placed=placed, gpu_ids=gpu_ids)
+
+
+# --- The pass ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class PassReport:
+    started: list[int] = dataclasses.field(default_factory=list)
+    preempted: list[int] = dataclasses.field(default_factory=list)
+    waiting: int = 0
+    lost_race: list[int] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"started {len(self.started)}, preempting {len(self.preempted)}, waiting {self.waiting}"
+
+
+def _lock_pass() -> None:
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PASS_LOCK_KEY])
+
+
+def formatter(now: dt.datetime):
+    return clock_formatter(timezone.get_current_timezone(), now.timestamp())
+
+
+def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
+    gpu_ids = [snap.gpu_ids[(p.node, g)] for p in start.placements for g in p.gpus]
+    # Lock the GPUs, then look again: a notebook may have taken one since the snapshot.
+    list(Gpu.objects.select_for_update().filter(id__in=gpu_ids).order_by("id"))
+    taken = (
+        Allocation.objects.filter(gpu_id__in=gpu_ids, ends_at__isnull=True)
+        .exclude(kind=AllocationKind.RESERVATION)
+        .exists()
+    )
+    if taken:
+        return False
+    where = ", ".join(f"{p.node} (GPU {', '.join(str(g) for g in p.gpus)})" for p in start.placements)
+    why = f"attempt {job.attempt} placed on {where}" + (" as a backfill" if start.backfill else "")
+    if not transition(
+        job,
+        to=JobState.STARTING,
+        why=why,
+        now=now,
+        node_names=[p.node for p in start.placements],
+        gpu_indices=[list(p.gpus) for p in start.placements],
+        started_at=now,
+        running_at=None,
+        reason="",
+        position=None,
+        estimated_start=None,
+    ):
+        return False
+    course_id = job.course_id or (job.reservation.course_id if job.reservation_id and job.reservation else None)
+    Allocation.objects.bulk_create(
+        Allocation(
+            user_id=job.owner_id,
+            course_id=course_id,
+            kind=AllocationKind.JOB,
+            ref=job.ref,
+            gpu_id=gpu_id,
+            starts_at=now,
+            reason=job.name[:200],
+        )
+        for gpu_id in gpu_ids
+    )
+    job_id, attempt = job.pk, job.attempt
+
+    def send() -> None:
+        from jobs.tasks import dispatch
+
+        dispatch.delay(job_id, attempt)
+
+    transaction.on_commit(send)
+    return True
+
+
+def _save_waiting(waiting: list[Waiting], snap: LabSnapshot, now: dt.datetime) -> None:
+    format_time = formatter(now)
+    changed = []
+    for entry in waiting:
+        job = snap.queued.get(entry.job_id)
+        if job is None:
+            continue
+        sentence = entry.sentence(format_time)[:300]
+        estimate = (
+            dt.datetime.fromtimestamp(entry.estimated_start, dt.UTC) if entry.estimated_start is not None else None
+        )
+        if estimate is not None:
+            estimate = estimate.replace(microsecond=0)
+        if (job.reason, job.position, job.estimated_start) != (sentence, entry.position, estimate):
+            job.reason, job.position, job.estimated_start = sentence, entry.position, estimate
+            changed.append(job)
+    if changed:
+        # Only rows still queued: a job cancelled since the snapshot keeps its final words.
+        still = set(
+            Job.objects.filter(pk__in=[j.pk for j in changed], state=JobState.QUEUED).values_list("pk", flat=True)
+        )
+        Job.objects.bulk_update(
+            [j for j in changed if j.pk in still], ["reason", "position", "estimated_start"], batch_size=500
+        )
+
+
+def scheduling_pass(*, now: dt.datetime | None = None) -> PassReport:
+    """One pass of the queue: start what fits, preempt what must give way, tell everyone else why they wait."""
+    report = PassReport()
+    with transaction.atomic():
+        _lock_pass()
+        now = now or timezone.now()
+        snap = snapshot(now=now)
+        if not snap.queued:
+            return report
+        result: PassResult = schedule(snap.state, policy_config())
+        for start in result.starts:
+            job = snap.queued.pop(start.job_id)
+            with transaction.atomic():
+                if _start(job, start, snap, now):
+                    report.started.append(job.pk)
+                else:
+                    report.lost_race.append(job.pk)
+        for preemption in result.preemptions:
+            job = snap.placed.get(preemption.job_id)
+            if job is not None and job_request_stop(
+                job=job, why=StopReason.PREEMPTED, note=preemption.reason, grace_s=preemption.grace_s, now=now
+            ):
+                report.preempted.append(job.pk)
+        _save_waiting(result.waiting, snap, now)
+        report.waiting = len(result.waiting)
+    return report
+
+
+# --- "Will it start now?" -----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Preview:
+    starts_now: bool
+    sentence: str
+    position: int | None = None
+    estimated_start: dt.datetime | None = None
+    node_names: tuple[str, ...] = ()
+
+
+def preview(job: QueuedJob, *, now: dt.datetime | None = None) -> Preview:
+    """A dry run of the policy with `job` added to the queue as it is now. Writes nothing."""
+    now = now or timezone.now()
+    snap = snapshot(now=now, extra=[job])
+    result = schedule(snap.state, policy_config())
+    for start in result.starts:
+        if start.job_id == job.id:
+            where = ", ".join(start.node_names)
+            return Preview(True, f"Yes: it would start now, on {where}.", node_names=start.node_names)
+    waiting = result.waiting_by_id().get(job.id)
+    if waiting is None:  # cannot happen: every job is started or waiting
+        return Preview(False, "No answer from the queue right now.")
+    estimate = (
+        dt.datetime.fromtimestamp(waiting.estimated_start, dt.UTC) if waiting.estimated_start is not None else None
+    )
+    sentence = waiting.sentence(formatter(now))
+    return Preview(False, f"Not now: {sentence}.", waiting.position, estimate)

@@ -1,0 +1,435 @@
+"""Submitting and cancelling jobs: every rule a request must meet, checked before anything is written.
+
+Field errors are collected and raised together (InvalidInput names every bad field); then who may use what
+(NotPermitted); then quotas (QuotaExceeded), counted with the person's row locked so that two submissions at
+once cannot both take the last slot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from jobs.backends.base import ENV_NAME, RESERVED_ENV
+from jobs.models import (
+    ACTIVE_STATES,
+    IMAGE_REFERENCE,
+    Dataset,
+    ImageRule,
+    Job,
+    JobEvent,
+    JobState,
+    PriorityClass,
+    StopReason,
+    image_allowed_by,
+)
+from jobs.policy import QueuedJob
+from jobs.services.scheduling import Preview, formatter, preview, user_key
+from jobs.services.transitions import job_request_stop, transition
+from labs.models import AllocationKind, Gpu, NodeStatus, Reservation, ReservationStatus
+from labs.placement import course_ids_of, may_use
+from labs.selectors import gpu_hours, week_start
+from portal.accounts.models import Course, User
+from portal.accounts.selectors import courses_active_for, effective_quota
+from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
+
+MAX_ARGS = 256
+MAX_ARG_LEN = 4096
+MAX_ENV = 64
+MAX_ENV_VALUE = 4096
+MAX_DATASETS = 16
+SHELL_HINT = 'Give the command as a list of arguments (argv), e.g. ["python", "train.py", "--epochs", "3"].'
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRequest:
+    """A request that passed every field check: what job_submit writes and preview asks the policy about."""
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+    gpus_per_node: int
+    nodes: int
+    max_runtime_s: int
+    priority: str
+    reservation: Reservation | None
+    course: Course | None
+    datasets: tuple[str, ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+def image_allowed(image: str) -> bool:
+    if any(image_allowed_by(pattern, image) for pattern in settings.JOBS_IMAGE_ALLOW):
+        return True
+    return any(rule.matches(image) for rule in ImageRule.objects.filter(enabled=True))
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 86400 == 0:
+        return f"{seconds // 86400} d"
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
+
+
+def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
+    if isinstance(command, str):
+        errors["command"] = f"A shell string is not run. {SHELL_HINT}"
+        return ()
+    if not isinstance(command, list | tuple) or not command:
+        errors["command"] = f"Required. {SHELL_HINT}"
+        return ()
+    if len(command) > MAX_ARGS:
+        errors["command"] = f"At most {MAX_ARGS} arguments."
+    elif not all(isinstance(arg, str) for arg in command):
+        errors["command"] = f"Every argument must be a string. {SHELL_HINT}"
+    elif not command[0].strip():
+        errors["command"] = "The first argument (the program) may not be empty."
+    elif any(len(arg) > MAX_ARG_LEN or "\x00" in arg for arg in command):
+        errors["command"] = f"Arguments are at most {MAX_ARG_LEN} characters, without NUL bytes."
+    else:
+        return tuple(command)
+    return ()
+
+
+def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        errors["env"] = 'An object of variable names to string values, e.g. {"EPOCHS": "3"}.'
+        return {}
+    if len(env) > MAX_ENV:
+        errors["env"] = f"At most {MAX_ENV} variables."
+        return {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            errors["env"] = f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit)."
+        elif name in RESERVED_ENV or name.startswith("DATASET_"):
+            errors["env"] = f"{name} is set by the portal and may not be overridden."
+        elif not isinstance(value, str):
+            errors["env"] = f"The value of {name} must be a string."
+        elif len(value) > MAX_ENV_VALUE or "\x00" in value:
+            errors["env"] = f"The value of {name} is too long or holds a NUL byte."
+        else:
+            continue
+        return {}
+    return dict(env)
+
+
+def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, int]:
+    gpus_n, nodes_n = _int(gpus), _int(1 if nodes is None else nodes)
+    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
+    most_per_node = (
+        ready.values("node").annotate(top=Max("index")).order_by("-top").values_list("top", flat=True).first()
+    )
+    most_per_node = (most_per_node + 1) if most_per_node is not None else 0
+    if gpus_n is None or gpus_n < 1:
+        errors["gpus"] = "At least 1 GPU (a whole number)."
+    elif gpus_n > max(most_per_node, 1):
+        errors["gpus"] = f"No node has {gpus_n} GPUs; the most on one node is {most_per_node}. Use more nodes."
+    node_count = ready.values("node").distinct().count()
+    if nodes_n is None or nodes_n < 1:
+        errors["nodes"] = "At least 1 node (a whole number)."
+    elif nodes_n > max(node_count, 1):
+        errors["nodes"] = f"The lab has {node_count} ready nodes; you asked for {nodes_n}."
+    return gpus_n or 0, nodes_n or 0
+
+
+def _check_reservation(
+    reservation_id: Any, user: User, max_runtime_s: int, now: dt.datetime, errors: dict[str, str]
+) -> Reservation | None:
+    if reservation_id in (None, ""):
+        return None
+    number = _int(reservation_id)
+    reservation = Reservation.objects.filter(pk=number).first() if number is not None else None
+    if reservation is None:
+        errors["reservation"] = "No such reservation."
+        return None
+    if not may_use(reservation, user, course_ids_of(user)):
+        raise NotPermitted(
+            f"Reservation {reservation.pk} is not yours or your course's.",
+            fields={"reservation": ["Not a reservation you may use."]},
+        )
+    if reservation.status not in (ReservationStatus.APPROVED, ReservationStatus.ACTIVE) or reservation.ends_at <= now:
+        errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."
+    elif max_runtime_s and max(reservation.starts_at, now) + dt.timedelta(seconds=max_runtime_s) > reservation.ends_at:
+        left = int((reservation.ends_at - max(reservation.starts_at, now)).total_seconds())
+        errors["max_runtime_s"] = (
+            f"It must fit inside reservation {reservation.pk}, which leaves {_duration(max(left, 0))}."
+        )
+    return reservation
+
+
+def validate_request(
+    *,
+    user: User,
+    name: Any,
+    image: Any,
+    command: Any,
+    gpus: Any,
+    max_runtime_s: Any,
+    nodes: Any = 1,
+    priority: Any = None,
+    reservation: Any = None,
+    env: Any = None,
+    datasets: Any = None,
+    course: Any = None,
+    now: dt.datetime | None = None,
+) -> JobRequest:
+    """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
+    now = now or timezone.now()
+    errors: dict[str, str] = {}
+    name = name.strip() if isinstance(name, str) else ""
+    if not name:
+        errors["name"] = "Give the job a name."
+    elif len(name) > 120:
+        errors["name"] = "At most 120 characters."
+    image = image.strip() if isinstance(image, str) else ""
+    if not image:
+        errors["image"] = "Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime."
+    elif len(image) > 255 or not IMAGE_REFERENCE.match(image):
+        errors["image"] = "Not an image reference (registry/name:tag)."
+    elif not image_allowed(image):
+        errors["image"] = f"{image} is not on the lab's image allow-list; ask an admin to add it."
+    argv = _check_command(command, errors)
+    variables = _check_env(env, errors)
+    gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
+
+    runtime = _int(max_runtime_s)
+    low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
+    if runtime is None or not low <= runtime <= high:
+        errors["max_runtime_s"] = f"Between {low} and {high} seconds ({_duration(low)} to {_duration(high)})."
+        runtime = 0
+
+    priority = priority or PriorityClass.NORMAL
+    if priority not in PriorityClass.values:
+        errors["priority"] = f"One of {', '.join(PriorityClass.values)}."
+    elif priority == PriorityClass.HIGH and not (user.is_teacher or user.is_lab_admin):
+        errors["priority"] = "High priority is for teachers and admins; choose normal or low."
+
+    chosen = _check_reservation(reservation, user, runtime, now, errors)
+
+    names: tuple[str, ...] = ()
+    if datasets not in (None, ""):
+        if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
+            errors["datasets"] = "A list of dataset names."
+        elif len(datasets) > MAX_DATASETS:
+            errors["datasets"] = f"At most {MAX_DATASETS} datasets."
+        else:
+            names = tuple(dict.fromkeys(datasets))
+            known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
+            unknown = [d for d in names if d not in known]
+            if unknown:
+                errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
+
+    course_row = None
+    if course not in (None, ""):
+        course_row = courses_active_for(user).filter(code=course).first() if isinstance(course, str) else None
+        if course_row is None and not user.is_lab_admin:
+            errors["course"] = "Not a course of yours that is in term."
+        elif course_row is None:
+            course_row = Course.objects.filter(code=course).first() if isinstance(course, str) else None
+            if course_row is None:
+                errors["course"] = "No such course."
+    elif chosen is not None and chosen.course_id:
+        course_row = chosen.course
+
+    if errors:
+        listed = ", ".join(sorted(errors))
+        raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)
+    return JobRequest(
+        name=name,
+        image=image,
+        command=argv,
+        env=variables,
+        gpus_per_node=gpus_n,
+        nodes=nodes_n,
+        max_runtime_s=runtime,
+        priority=priority,
+        reservation=chosen,
+        course=course_row,
+        datasets=names,
+    )
+
+
+def _check_quota(user: User, request: JobRequest, now: dt.datetime) -> None:
+    limits = effective_quota(user)
+    if request.gpus > limits.max_gpus_per_job:
+        raise QuotaExceeded(
+            f"You may use at most {limits.max_gpus_per_job} GPU{'s' if limits.max_gpus_per_job != 1 else ''}"
+            f" per job; this one asks for {request.gpus}.",
+            limit="max_gpus_per_job",
+            used=request.gpus,
+            allowed=limits.max_gpus_per_job,
+        )
+    active = Job.objects.filter(owner=user, state__in=ACTIVE_STATES).count()
+    if active >= limits.max_jobs:
+        raise QuotaExceeded(
+            f"You have {active} jobs queued or running and your limit is {limits.max_jobs}; wait for one to finish"
+            " or cancel one.",
+            limit="max_jobs",
+            used=active,
+            allowed=limits.max_jobs,
+        )
+    used = gpu_hours(user.allocations.exclude(kind=AllocationKind.RESERVATION), start=week_start(now), end=now)
+    need = Decimal(request.gpus * request.max_runtime_s) / Decimal(3600)
+    if used + need > limits.gpu_hours_week:
+        left = max(limits.gpu_hours_week - used, Decimal(0))
+        raise QuotaExceeded(
+            f"At its max runtime this job needs {need:.1f} GPU-hours; you have {left:.1f} of"
+            f" {limits.gpu_hours_week:.0f} left this week. Ask for less time or fewer GPUs.",
+            limit="gpu_hours_week",
+            used=float(used),
+            allowed=float(limits.gpu_hours_week),
+        )
+
+
+def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
+    """Queue a job. Nothing is written unless every check passes; a scheduling pass follows the commit.
+
+    `fields` are validate_request's: name, image, command, gpus, max_runtime_s, nodes, priority, reservation,
+    env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
+    """
+    now = now or timezone.now()
+    request = validate_request(user=user, now=now, **fields)
+    with transaction.atomic():
+        # One submission at a time per person, so max_jobs is counted right.
+        User.objects.select_for_update().filter(pk=user.pk).first()
+        _check_quota(user, request, now)
+        job = Job.objects.create(
+            owner=user,
+            course=request.course,
+            name=request.name,
+            image=request.image,
+            command=list(request.command),
+            env=request.env,
+            gpus_per_node=request.gpus_per_node,
+            nodes=request.nodes,
+            max_runtime_s=request.max_runtime_s,
+            priority=request.priority,
+            reservation=request.reservation,
+            datasets=list(request.datasets),
+            submitted_at=now,
+            queued_since=now,
+        )
+        JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.QUEUED, attempt=1, reason="submitted")
+        answer = preview(queued_from_request(job.pk, user, request, now), now=now)
+        job.reason = answer.sentence if not answer.starts_now else "starting now"
+        job.position = answer.position if not answer.starts_now else 1
+        job.estimated_start = answer.estimated_start.replace(microsecond=0) if answer.estimated_start else None
+        job.save(update_fields=["reason", "position", "estimated_start"])
+        _schedule_after_commit()
+    return job
+
+
+def queued_from_request(job_id: int | str, user: User, request: JobRequest, now: dt.datetime) -> QueuedJob:
+    return QueuedJob(
+        id=job_id,
+        user=user_key(user.pk),
+        gpus_per_node=request.gpus_per_node,
+        max_runtime_s=float(request.max_runtime_s),
+        submitted_at=now.timestamp(),
+        nodes=request.nodes,
+        priority_class=request.priority,
+        reservation_id=request.reservation.pk if request.reservation else None,
+        queued_since=now.timestamp(),
+    )
+
+
+def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Preview:
+    """ "Will it start now?": the request checked as job_submit would, then a dry run of the policy. Writes nothing."""
+    now = now or timezone.now()
+    request = validate_request(user=user, now=now, **fields)
+    try:
+        _check_quota(user, request, now)
+    except QuotaExceeded as exc:
+        return Preview(False, f"No: {exc.message}")
+    return preview(queued_from_request("preview", user, request, now), now=now)
+
+
+def job_cancel(*, user: User, job: Job, now: dt.datetime | None = None) -> Job:
+    """Cancel: a queued job at once; a placed one is stopped (SIGTERM, grace, SIGKILL) and cancelled when gone."""
+    now = now or timezone.now()
+    if job.owner_id != user.pk and not user.is_lab_admin:
+        raise NotPermitted("Only the job's owner or an admin may cancel it.")
+    who = "its owner" if job.owner_id == user.pk else f"{user.username} (admin)"
+    for _attempt in range(3):
+        job = Job.objects.get(pk=job.pk)
+        if job.is_finished:
+            raise Conflict(f"This job is already {job.state}.")
+        if job.stop_requested_at is not None and job.stop_reason == StopReason.CANCELLED:
+            return job
+        with transaction.atomic():
+            if job.state == JobState.QUEUED:
+                if transition(
+                    job,
+                    to=JobState.CANCELLED,
+                    why=f"cancelled by {who} while queued",
+                    now=now,
+                    finished_at=now,
+                    message=f"Cancelled by {who}.",
+                    position=None,
+                ):
+                    _schedule_after_commit()
+                    return job
+            elif job.stop_requested_at is not None:
+                # Already being preempted: it will be cancelled instead of requeued.
+                if Job.objects.filter(pk=job.pk, attempt=job.attempt, stop_reason=StopReason.PREEMPTED).update(
+                    stop_reason=StopReason.CANCELLED, stop_note=f"cancelled by {who}", updated_at=now
+                ):
+                    job.stop_reason, job.stop_note = StopReason.CANCELLED, f"cancelled by {who}"
+                    return job
+            elif job_request_stop(
+                job=job,
+                why=StopReason.CANCELLED,
+                note=f"cancelled by {who}",
+                grace_s=settings.JOBS_STOP_GRACE_S,
+                now=now,
+            ):
+                return job
+    raise Conflict("The job changed while we cancelled it; try again.")
+
+
+def _schedule_after_commit() -> None:
+    def send() -> None:
+        from jobs.tasks import schedule_pass
+
+        schedule_pass.delay()
+
+    transaction.on_commit(send)
+
+
+__all__ = [
+    "JobRequest",
+    "Preview",
+    "formatter",
+    "image_allowed",
+    "job_cancel",
+    "job_preview",
+    "job_submit",
+    "validate_request",
+]

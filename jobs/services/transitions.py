@@ -1,0 +1,185 @@
+"""The job's state machine: every move is a conditional UPDATE (`WHERE state = old AND attempt = n`) plus an event.
+
+Workers, the scheduling pass, the follower and people cancelling all race on the same rows; the row count of
+the conditional UPDATE decides who won, and the loser does nothing. A move that ends an attempt also closes
+the attempt's entries in the ledger, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason, allocation_ref
+from labs.models import Allocation, AllocationKind
+
+REASON_MAX = 500
+
+
+def transition(
+    job: Job, *, to: str, why: str, now: dt.datetime | None = None, attempt_to: int | None = None, **fields: Any
+) -> bool:
+    """Move `job` from the state and attempt it was read in to `to`; False if someone moved it first.
+
+    On success the in-memory `job` is updated too, and an event records the move.
+    """
+    now = now or timezone.now()
+    values = {"state": to, "updated_at": now, **fields}
+    if attempt_to is not None:
+        values["attempt"] = attempt_to
+    with transaction.atomic():
+        moved = Job.objects.filter(pk=job.pk, state=job.state, attempt=job.attempt).update(**values)
+        if not moved:
+            return False
+        JobEvent.objects.create(
+            job_id=job.pk,
+            at=now,
+            from_state=job.state,
+            to_state=to,
+            attempt=attempt_to or job.attempt,
+            reason=why[:REASON_MAX],
+        )
+    for name, value in values.items():
+        setattr(job, name, value)
+    return True
+
+
+def close_allocations(job_id: int, attempt: int, *, at: dt.datetime, reason: str = "") -> int:
+    """End the attempt's open ledger entries (GPUs given back)."""
+    return Allocation.objects.filter(
+        kind=AllocationKind.JOB, ref=allocation_ref(job_id, attempt), ends_at__isnull=True
+    ).update(ends_at=at, reason=reason[:200])
+
+
+def _after_attempt(job: Job, now: dt.datetime) -> dict[str, Any]:
+    """Fields that clear what belonged to the attempt that just ended."""
+    return {"stop_reason": StopReason.NONE, "stop_note": "", "stop_requested_at": None, "stopping_until": None}
+
+
+def job_mark_running(*, job: Job, reason: str = "", now: dt.datetime | None = None) -> bool:
+    now = now or timezone.now()
+    if job.state != JobState.STARTING:
+        return False
+    where = ", ".join(job.node_names) or "its node"
+    return transition(job, to=JobState.RUNNING, why=reason or f"running on {where}", now=now, running_at=now)
+
+
+def job_finish(
+    *,
+    job: Job,
+    succeeded: bool,
+    exit_code: int | None = None,
+    message: str = "",
+    now: dt.datetime | None = None,
+) -> bool:
+    """The attempt ended by itself (or could not be started): succeeded or failed, GPUs back to the ledger."""
+    now = now or timezone.now()
+    if job.state not in PLACED_STATES:
+        return False
+    to = JobState.SUCCEEDED if succeeded else JobState.FAILED
+    if succeeded:
+        reason = "finished (exit code 0)"
+    else:
+        code = f"exit code {exit_code}" if exit_code is not None else "no exit code"
+        reason = f"failed ({code})" + (f": {message}" if message else "")
+    attempt = job.attempt
+    with transaction.atomic():
+        if not transition(
+            job,
+            to=to,
+            why=reason,
+            now=now,
+            finished_at=now,
+            exit_code=exit_code,
+            message=message[:500],
+            **_after_attempt(job, now),
+        ):
+            return False
+        close_allocations(job.pk, attempt, at=now, reason=f"job {to}")
+        _after_commit_schedule()
+    return True
+
+
+def job_stop_done(*, job: Job, now: dt.datetime | None = None) -> bool:
+    """An attempt that was asked to stop is gone: cancelled for good, or requeued as attempt + 1 if preempted."""
+    now = now or timezone.now()
+    if job.state not in PLACED_STATES or job.stop_requested_at is None:
+        return False
+    attempt = job.attempt
+    with transaction.atomic():
+        if job.stop_reason == StopReason.PREEMPTED:
+            note = job.stop_note or "preempted"
+            moved = transition(
+                job,
+                to=JobState.QUEUED,
+                why=f"attempt {attempt} preempted: {note}; queued again as attempt {attempt + 1}",
+                now=now,
+                attempt_to=attempt + 1,
+                queued_since=now,
+                node_names=[],
+                gpu_indices=[],
+                started_at=None,
+                running_at=None,
+                reason="queued again after preemption",
+                position=None,
+                **_after_attempt(job, now),
+            )
+        else:
+            moved = transition(
+                job,
+                to=JobState.CANCELLED,
+                why=job.stop_note or "cancelled",
+                now=now,
+                finished_at=now,
+                message=job.stop_note[:500],
+                **_after_attempt(job, now),
+            )
+        if not moved:
+            return False
+        close_allocations(job.pk, attempt, at=now, reason="job stopped")
+        _after_commit_schedule()
+    return True
+
+
+def job_request_stop(*, job: Job, why: str, note: str, grace_s: float, now: dt.datetime | None = None) -> bool:
+    """Ask a placed attempt to stop (cancel or preemption); the stop task deletes it, the follower sees it go.
+
+    Conditional on no stop having been asked for yet, so two askers send one stop.
+    """
+    now = now or timezone.now()
+    moved = Job.objects.filter(
+        pk=job.pk, state__in=PLACED_STATES, attempt=job.attempt, stop_requested_at__isnull=True
+    ).update(
+        stop_reason=why,
+        stop_note=note[:300],
+        stop_requested_at=now,
+        stopping_until=now + dt.timedelta(seconds=grace_s),
+        updated_at=now,
+    )
+    if not moved:
+        return False
+    job.stop_reason, job.stop_note, job.stop_requested_at = why, note[:300], now
+    job.stopping_until = now + dt.timedelta(seconds=grace_s)
+    job_id, attempt, grace = job.pk, job.attempt, int(grace_s)
+
+    def send() -> None:
+        from jobs.tasks import stop
+
+        stop.delay(job_id, attempt, grace)
+
+    transaction.on_commit(send)
+    return True
+
+
+def _after_commit_schedule() -> None:
+    """GPUs came free or the queue changed: run a scheduling pass once this commits."""
+
+    def send() -> None:
+        from jobs.tasks import schedule_pass
+
+        schedule_pass.delay()
+
+    transaction.on_commit(send)

@@ -1,0 +1,103 @@
+"""The job pages: my jobs (live), submit with "will it start now?", detail with events and logs, cancel. Thin."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from jobs.forms import JobForm
+from jobs.selectors import job_for, jobs_visible_to, may_cancel
+from jobs.services import job_cancel, job_preview, job_submit
+from jobs.services.dispatch import job_logs
+from portal.accounts.selectors import effective_quota
+from portal.errors import BackendError, NotFound, PortalError
+
+LOG_LINES = 200
+
+
+def _visible(request: HttpRequest, job_id: int):
+    try:
+        return job_for(request.user, job_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+
+
+@login_required
+def job_list(request: HttpRequest) -> HttpResponse:
+    jobs = jobs_visible_to(request.user)[:100]
+    return render(request, "jobs/list.html", {"jobs": jobs})
+
+
+def _apply_errors(form: JobForm, exc: PortalError) -> None:
+    form.add_error(None, exc.message)
+    for field, why in exc.extra.get("fields", {}).items():
+        if field in form.fields:
+            form.add_error(field, why)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_new(request: HttpRequest) -> HttpResponse:
+    form = JobForm(request.POST or None, user=request.user, initial=request.GET.dict() or None)
+    answer = None
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                if request.POST.get("action") == "preview":
+                    answer, status = job_preview(user=request.user, **form.request_fields()), 200
+                else:
+                    job = job_submit(user=request.user, **form.request_fields())
+                    messages.success(request, f"“{job.name}” is queued: {job.reason}.")
+                    return redirect("job", job_id=job.pk)
+            except PortalError as exc:
+                status = exc.status
+                _apply_errors(form, exc)
+    context = {"form": form, "answer": answer, "limits": effective_quota(request.user)}
+    return render(request, "jobs/form.html", context, status=status)
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _visible(request, job_id)
+    try:
+        logs = job_logs(job=job, tail_lines=LOG_LINES)
+        logs_error = ""
+    except BackendError as exc:
+        logs, logs_error = "", f"The logs cannot be read right now: {exc}"
+    context = {
+        "job": job,
+        "events": job.events.all(),
+        "logs": logs,
+        "logs_error": logs_error,
+        "can_cancel": may_cancel(request.user, job),
+    }
+    return render(request, "jobs/detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = _visible(request, job_id)
+    if job.is_active and not may_cancel(request.user, job):
+        raise PermissionDenied("Only the job's owner or an admin may cancel it.")
+    if request.method == "POST":
+        if request.POST.get("confirm") != "yes":
+            messages.error(request, "Tick the box to confirm the cancellation.")
+            return render(request, "jobs/cancel.html", {"job": job}, status=400)
+        try:
+            job = job_cancel(user=request.user, job=job)
+        except PortalError as exc:
+            messages.error(request, exc.message)
+            return redirect("job", job_id=job.pk)
+        if job.state == "cancelled":
+            messages.success(request, f"“{job.name}” is cancelled.")
+        else:
+            messages.success(request, f"“{job.name}” is being stopped; it is cancelled once its processes are gone.")
+        return redirect("job", job_id=job.pk)
+    return render(request, "jobs/cancel.html", {"job": job})

@@ -1,0 +1,134 @@
+// Job pages: live status on the list and the detail page (polling the API), and "will it start now?" on the form.
+(function () {
+  "use strict";
+  const POLL_MS = 3000;
+
+  function text(node, value) {
+    if (node && node.textContent !== value) node.textContent = value;
+  }
+
+  function statusLabel(job) {
+    return job.stopping && (job.status === "starting" || job.status === "running") ? "stopping" : job.status;
+  }
+
+  function setBadge(node, label) {
+    if (!node) return;
+    text(node, label);
+    node.className = "badge job-" + label;
+  }
+
+  async function getJSON(url) {
+    const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    if (!response.ok) throw new Error(response.status);
+    return response.json();
+  }
+
+  function reasonOf(job) {
+    if (job.status === "queued") return "#" + (job.position || "?") + " · " + job.reason;
+    return job.reason || "";
+  }
+
+  // --- My jobs -------------------------------------------------------------------------------
+  const table = document.getElementById("job-table");
+  if (table) {
+    const poll = async () => {
+      try {
+        const jobs = await getJSON(table.dataset.api + "?limit=100");
+        for (const job of jobs) {
+          const row = table.querySelector('tr[data-job-id="' + job.id + '"]');
+          if (!row) continue;
+          setBadge(row.querySelector('[data-field="status"]'), statusLabel(job));
+          text(row.querySelector('[data-field="nodes"]'), job.node_names.join(", "));
+          text(row.querySelector('[data-field="reason"]'), reasonOf(job));
+        }
+      } catch (error) { /* try again at the next tick */ }
+      setTimeout(poll, POLL_MS);
+    };
+    setTimeout(poll, POLL_MS);
+  }
+
+  // --- One job ------------------------------------------------------------------------------
+  const detail = document.getElementById("job-detail");
+  if (detail) {
+    const poll = async () => {
+      let job = null;
+      try {
+        job = await getJSON(detail.dataset.api);
+        setBadge(detail.querySelector('[data-field="status"]'), statusLabel(job));
+        text(detail.querySelector('[data-field="attempt"]'), String(job.attempt));
+        text(detail.querySelector('[data-field="nodes"]'), job.node_names.join(", ") || "—");
+        text(detail.querySelector('[data-field="exit_code"]'), job.exit_code === null ? "—" : String(job.exit_code));
+        const reason = job.status === "queued" ? "Position " + (job.position || "?") + ": " + job.reason : job.reason;
+        text(detail.querySelector('[data-field="reason"]'), reason || "");
+        const events = document.getElementById("job-events");
+        if (events && events.children.length !== job.events.length) {
+          events.replaceChildren(...job.events.map((e) => {
+            const item = document.createElement("li");
+            const at = new Date(e.at).toLocaleTimeString();
+            item.textContent = at + " " + (e.from_state || "—") + " → " + e.to_state + " (attempt " + e.attempt + "): " + e.reason;
+            return item;
+          }));
+        }
+        const logs = await fetch(detail.dataset.logs, { credentials: "same-origin" });
+        if (logs.ok) text(document.getElementById("job-logs"), await logs.text());
+      } catch (error) { /* try again at the next tick */ }
+      const over = job && ["succeeded", "failed", "cancelled"].includes(job.status);
+      if (!over) setTimeout(poll, POLL_MS);
+    };
+    setTimeout(poll, 1000);
+  }
+
+  // --- Will it start now? ---------------------------------------------------------------------
+  const form = document.getElementById("job-form");
+  if (form) {
+    const answer = document.getElementById("job-preview");
+    const value = (name) => (form.elements[name] ? form.elements[name].value : "");
+    const body = () => {
+      const env = {};
+      for (const line of value("env").split("\n")) {
+        const at = line.indexOf("=");
+        if (line.trim() && at > 0) env[line.slice(0, at).trim()] = line.slice(at + 1);
+      }
+      const datasets = Array.from(form.querySelectorAll('input[name="datasets"]:checked')).map((box) => box.value);
+      return {
+        name: value("name") || "preview",
+        image: value("image"),
+        command: value("command").split("\n").map((line) => line.trim()).filter(Boolean),
+        gpus: parseInt(value("gpus"), 10) || 0,
+        nodes: parseInt(value("nodes"), 10) || 0,
+        max_runtime_s: parseInt(value("max_runtime_s"), 10) || 0,
+        priority: value("priority") || "normal",
+        reservation: value("reservation") ? parseInt(value("reservation"), 10) : null,
+        env: env,
+        datasets: datasets,
+      };
+    };
+    let timer = null;
+    let asked = 0;
+    const ask = async () => {
+      const number = ++asked;
+      const request = body();
+      if (!request.image || !request.command.length) return;
+      try {
+        const response = await fetch(form.dataset.previewUrl, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: {
+            "Content-Type": "application/json",
+            Accept: "application/json",
+            "X-CSRFToken": form.elements.csrfmiddlewaretoken.value,
+          },
+          body: JSON.stringify(request),
+        });
+        const data = await response.json();
+        if (number !== asked) return;
+        text(answer, response.ok ? data.sentence : "Not like this: " + data.detail);
+      } catch (error) { /* keep the last answer */ }
+    };
+    form.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(ask, 400);
+    });
+    ask();
+  }
+})();

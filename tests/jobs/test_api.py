@@ -1,0 +1,269 @@
+"""The jobs API for every role: submit, list, detail, cancel, logs, preview; bad input is a 4xx naming fields."""
+
+import pytest
+
+from jobs.models import Job, JobState
+from jobs.services import scheduling_pass
+from portal.accounts.models import User
+from tests.conftest import ROLES
+from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
+from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab, local_backend_fixture, wait_until  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/jobs/"
+GOOD = {"name": "mnist", "image": IMAGE, "command": ["python", "train.py"], "gpus": 1, "max_runtime_s": 3600}
+
+
+@pytest.fixture(autouse=True)
+def _lab():
+    ImageRuleFactory()
+    lab(2)
+
+
+def me(role: str) -> User:
+    return User.objects.get(username=f"{role}-x")
+
+
+# --- anonymous ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", URL),
+        ("post", URL),
+        ("post", URL + "preview/"),
+        ("get", URL + "1/"),
+        ("post", URL + "1/cancel/"),
+        ("get", URL + "1/logs/"),
+    ],
+)
+def test_anonymous_gets_401_everywhere(api_as, method, path):
+    response = getattr(api_as("anonymous"), method)(path, GOOD, format="json")
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+    assert not Job.objects.exists()
+
+
+# --- submit ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", [r for r in ROLES if r != "anonymous"])
+def test_every_role_submits_and_gets_201_queued_with_a_position(api_as, role):
+    client = api_as(role)
+    response = client.post(URL, {**GOOD, "env": {"EPOCHS": "3"}}, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    job = Job.objects.get()
+    assert body["id"] == job.pk and body["status"] == "queued" and body["position"] == 1
+    assert body["attempt"] == 1 and body["node_names"] == [] and body["reason"] == "starting now"
+    assert body["command"] == ["python", "train.py"] and body["env"] == {"EPOCHS": "3"}
+    assert job.owner == me(role)
+    assert client.get("/api/v1/me/").json()["usage"]["jobs_queued"] == 1
+
+
+BAD_BODIES = [
+    ({"image": "docker.io/evil/miner:1"}, "image"),
+    ({"command": "python train.py; rm -rf ~"}, "command"),
+    ({"command": ["python", 1]}, "command"),
+    ({"command": None}, "command"),
+    ({"gpus": 0}, "gpus"),
+    ({"gpus": -2}, "gpus"),
+    ({"gpus": "two"}, "gpus"),
+    ({"gpus": 9}, "gpus"),
+    ({"nodes": 0}, "nodes"),
+    ({"max_runtime_s": 0}, "max_runtime_s"),
+    ({"max_runtime_s": 10**9}, "max_runtime_s"),
+    ({"env": {"BAD NAME": "x"}}, "env"),
+    ({"env": {"MASTER_ADDR": "evil"}}, "env"),
+    ({"env": "EPOCHS=3"}, "env"),
+    ({"priority": "urgent"}, "priority"),
+    ({"reservation": 424242}, "reservation"),
+    ({"reservation": "x"}, "reservation"),
+    ({"datasets": ["nope"]}, "datasets"),
+    ({"name": ""}, "name"),
+]
+
+
+@pytest.mark.parametrize(("change", "field"), BAD_BODIES)
+def test_bad_input_is_400_naming_the_field_and_queues_nothing(api_as, change, field):
+    response = api_as("student").post(URL, {**GOOD, **change}, format="json")
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert body["code"] == "invalid" and field in body["fields"]
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("missing", ["name", "image", "command", "gpus", "max_runtime_s"])
+def test_missing_fields_are_named(api_as, missing):
+    body = {k: v for k, v in GOOD.items() if k != missing}
+    response = api_as("student").post(URL, body, format="json")
+    assert response.status_code == 400 and missing in response.json()["fields"]
+    assert not Job.objects.exists()
+
+
+def test_not_json_is_a_400(api_as):
+    response = api_as("student").post(URL, "{not json", content_type="application/json")
+    assert response.status_code == 400 and response.json()["code"] == "parse_error"
+
+
+def test_quota_is_a_403_with_the_limit(api_as):
+    client = api_as("student")
+    response = client.post(URL, {**GOOD, "nodes": 2}, format="json")
+    assert response.status_code == 403
+    assert response.json() | {"detail": ""} == {
+        "detail": "",
+        "code": "quota_exceeded",
+        "limit": "max_gpus_per_job",
+        "used": 2,
+        "allowed": 1,
+    }
+    assert not Job.objects.exists()
+
+
+def test_students_may_not_ask_for_high_priority_but_teachers_may(api_as):
+    assert api_as("student").post(URL, {**GOOD, "priority": "high"}, format="json").status_code == 400
+    assert api_as("teacher").post(URL, {**GOOD, "priority": "high"}, format="json").status_code == 201
+
+
+def test_someone_elses_reservation_is_403(api_as):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from labs.models import Reservation, ReservationStatus
+
+    ada = UserFactory(username="ada", role="teacher")
+    now = timezone.now()
+    reservation = Reservation.objects.create(
+        owner=ada, created_by=ada, title="x", starts_at=now, ends_at=now + dt.timedelta(hours=3),
+        status=ReservationStatus.APPROVED,
+    )  # fmt: skip
+    response = api_as("student").post(URL, {**GOOD, "reservation": reservation.pk}, format="json")
+    assert response.status_code == 403 and "reservation" in response.json()["fields"]
+    assert not Job.objects.exists()
+
+
+# --- who sees what ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def jobs_of_everyone():
+    course = CourseFactory(code="DL-101")
+    student, other = UserFactory(username="student-x", role="student"), UserFactory(username="other", role="student")
+    teacher = UserFactory(username="teacher-x", role="teacher")
+    course.teachers.add(teacher)
+    EnrollmentFactory(user=student, course=course)
+    return {
+        "student": JobFactory(owner=student, name="student's"),
+        "other": JobFactory(owner=other, name="other's"),
+        "teacher": JobFactory(owner=teacher, name="teacher's"),
+        "admin": JobFactory(owner=UserFactory(username="admin-x", role="admin"), name="admin's"),
+    }
+
+
+VISIBLE = {
+    "student": {"student"},
+    "teacher": {"teacher", "student"},
+    "admin": {"student", "other", "teacher", "admin"},
+}
+
+
+@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
+def test_list_and_detail_show_only_what_the_role_may_see(api_as, jobs_of_everyone, role):
+    client = api_as(role)
+    names = {job["name"] for job in client.get(URL).json()}
+    assert names == {f"{owner}'s" for owner in VISIBLE[role]}
+    for owner, job in jobs_of_everyone.items():
+        response = client.get(f"{URL}{job.pk}/")
+        if owner in VISIBLE[role]:
+            assert response.status_code == 200
+            body = response.json()
+            assert body["events"] == [] and body["status"] == "queued" and body["attempt"] == 1
+        else:
+            assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
+def test_list_filters(api_as, jobs_of_everyone):
+    client = api_as("admin")
+    assert len(client.get(URL, {"mine": "true"}).json()) == 1
+    assert client.get(URL, {"status": "running"}).json() == []
+    assert client.get(URL, {"status": "bogus"}).status_code == 400
+    assert client.get(URL, {"limit": 0}).status_code == 400
+
+
+@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
+def test_cancel_per_role(api_as, jobs_of_everyone, role):
+    client = api_as(role)
+    for owner, job in jobs_of_everyone.items():
+        response = client.post(f"{URL}{job.pk}/cancel/")
+        if owner not in VISIBLE[role]:
+            assert response.status_code == 404
+        elif owner == role or role == "admin":
+            assert response.status_code == 200, response.json()
+            assert response.json()["status"] == "cancelled"
+            assert response.json()["events"][-1]["to_state"] == "cancelled"
+        else:  # a teacher sees a student's job but may not cancel it
+            assert response.status_code == 403 and response.json()["code"] == "permission_denied"
+        job.refresh_from_db()
+        assert (job.state == JobState.CANCELLED) == (response.status_code == 200)
+
+
+def test_cancelling_twice_is_a_409(api_as):
+    client = api_as("student")
+    job_id = client.post(URL, GOOD, format="json").json()["id"]
+    assert client.post(f"{URL}{job_id}/cancel/").status_code == 200
+    response = client.post(f"{URL}{job_id}/cancel/")
+    assert response.status_code == 409 and response.json()["code"] == "conflict"
+
+
+# --- logs and preview ---------------------------------------------------------------------------------
+
+
+def test_logs_are_text(api_as, local_backend, django_capture_on_commit_callbacks):
+    client = api_as("student")
+    with django_capture_on_commit_callbacks(execute=True):
+        job_id = client.post(URL, {**GOOD, "command": ["python", "-c", "print('epoch 1')"]}, format="json").json()["id"]
+    from jobs.services.dispatch import jobs_follow
+
+    def done():
+        jobs_follow()
+        return Job.objects.get(pk=job_id).state == JobState.SUCCEEDED
+
+    wait_until(done, step=0.1)
+    response = client.get(f"{URL}{job_id}/logs/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    assert response.content == b"epoch 1\n"
+    assert client.get(f"{URL}{job_id}/logs/", {"rank": 1}).status_code == 400
+    assert client.get(f"{URL}{job_id}/logs/", {"attempt": 2}).status_code == 400
+    assert api_as("teacher").get(f"{URL}{job_id}/logs/").status_code == 404
+
+
+def test_logs_of_a_queued_job_are_empty(api_as):
+    client = api_as("student")
+    job_id = client.post(URL, GOOD, format="json").json()["id"]
+    response = client.get(f"{URL}{job_id}/logs/")
+    assert response.status_code == 200 and response.content == b""
+
+
+@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
+def test_preview_answers_and_queues_nothing(api_as, role):
+    client = api_as(role)
+    response = client.post(URL + "preview/", GOOD, format="json")
+    assert response.status_code == 200
+    assert response.json()["starts_now"] is True and response.json()["sentence"].startswith("Yes")
+    assert client.post(URL + "preview/", {**GOOD, "gpus": 0}, format="json").status_code == 400
+    assert not Job.objects.exists()
+
+
+def test_a_queued_job_reports_its_reason_and_position(api_as):
+    for name in ("kim", "lea"):
+        JobFactory(owner=UserFactory(username=name))
+    scheduling_pass()
+    client = api_as("student")
+    job_id = client.post(URL, GOOD, format="json").json()["id"]
+    scheduling_pass()
+    body = client.get(f"{URL}{job_id}/").json()
+    assert body["status"] == "queued" and body["position"] == 1
+    assert body["reason"].startswith("waiting for 1 GPU; first in line") and body["estimated_start"]
