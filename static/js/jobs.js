@@ -64,7 +64,9 @@
         if (events && events.children.length !== job.events.length) {
           events.replaceChildren(...job.events.map((e) => {
             const item = document.createElement("li");
-            const at = new Date(e.at).toLocaleTimeString();
+            // In the lab's time zone, as the server renders times, whatever the browser's zone is.
+            const zone = document.body.dataset.labTz;
+            const at = new Date(e.at).toLocaleTimeString([], zone ? { timeZone: zone } : {});
             item.textContent = at + " " + (e.from_state || "—") + " → " + e.to_state + " (attempt " + e.attempt + "): " + e.reason;
             return item;
           }));

@@ -298,3 +298,49 @@ def test_a_worker_killed_mid_dispatch_dispatches_the_job_exactly_once(tmp_path, 
     # The broker re-delivered the task that died with its process, and the second delivery completed.
     assert "WorkerLostError" in output, output
     assert "Task jobs.tasks.dispatch[" in output and "] succeeded" in output, output
+
+
+@pytest.mark.parametrize("status", [500, 503, 429, 0], ids=["500", "503", "429", "timeout"])
+def test_a_retryable_api_error_on_dispatch_keeps_the_job_starting_and_the_retry_creates_it_once(
+    kube, sam, status, django_capture_on_commit_callbacks
+):
+    from jobs.services.dispatch import job_dispatch
+    from portal.errors import BackendError
+
+    with django_capture_on_commit_callbacks(execute=False):
+        job = python_job(sam, "print(1)")
+        scheduling_pass()
+    job.refresh_from_db()
+    assert job.state == JobState.STARTING
+    kube.fail_next(status, "ServiceUnavailable", method="POST", path="/apis/batch/v1/namespaces/gpu-lab-jobs/jobs")
+    with pytest.raises(BackendError) as caught:
+        job_dispatch(job_id=job.pk, attempt=1)
+    assert caught.value.retryable
+    job.refresh_from_db()
+    assert job.state == JobState.STARTING and job.attempt == 1
+    assert Allocation.objects.filter(ref=f"job:{job.pk}#1", ends_at__isnull=True).count() == 1  # GPUs kept
+    # The task's retry: the Job is created exactly once (a timeout's lost answer is found, not doubled).
+    job_dispatch(job_id=job.pk, attempt=1)
+    job_dispatch(job_id=job.pk, attempt=1)
+    assert kube.job(f"job-{job.pk}-a1") is not None
+    assert sum(1 for (kind, _ns, name) in kube.objects if kind == "jobs" and name.startswith(f"job-{job.pk}-")) == 1
+    job.refresh_from_db()
+    assert job.state == JobState.STARTING
+
+
+@pytest.mark.parametrize("status,reason", [(422, "Invalid"), (404, "NotFound"), (403, "Forbidden")])
+def test_a_refusal_on_dispatch_fails_the_job_says_why_and_frees_its_gpus(
+    kube, sam, status, reason, django_capture_on_commit_callbacks
+):
+    from jobs.services.dispatch import job_dispatch
+
+    with django_capture_on_commit_callbacks(execute=False):
+        job = python_job(sam, "print(1)")
+        scheduling_pass()
+    kube.fail_next(status, reason, method="POST", path="/apis/batch/v1/namespaces/gpu-lab-jobs/jobs")
+    job_dispatch(job_id=job.pk, attempt=1)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED
+    assert job.events.filter(to_state=JobState.FAILED).exists()
+    assert kube.job(f"job-{job.pk}-a1") is None
+    assert not Allocation.objects.filter(ref=f"job:{job.pk}#1", ends_at__isnull=True).exists()
