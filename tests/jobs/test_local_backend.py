@@ -202,7 +202,8 @@ def test_a_lost_runner_is_noticed_and_its_leftovers_stopped(backend):
     backend.delete(spec.ref, grace_s=0)
     status = finished(backend, spec)
     assert status.phase == "failed" and "lost" in status.message
-    assert not group_alive(state["ranks"][0]["pgid"])
+    # SIGKILL is delivered asynchronously: on a loaded machine the group may take a moment to go.
+    wait_until(lambda: not group_alive(state["ranks"][0]["pgid"]))
 
 
 def test_cancel_before_start_and_unknown_jobs(backend):
