@@ -13,6 +13,7 @@ from jobs.backends.base import DatasetVolume, JobSpec
 from jobs.backends.local import LocalJobs
 from jobs.backends.local_runner import group_alive
 from portal.errors import BackendError
+from tests.jobs.factories import wait_until
 
 
 @pytest.fixture
@@ -26,16 +27,6 @@ def backend(tmp_path):
             jobs.delete(JobSpec(int(job_id), int(attempt), "", ("x",), 1, 1).ref, grace_s=0)
     for directory in (tmp_path / "jobs").glob("job-*"):
         wait_until(lambda d=directory: (d / "exit.json").exists() or not (d / "launched").exists())
-
-
-def wait_until(condition, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def python(code: str, **overrides) -> JobSpec:
