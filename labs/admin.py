@@ -3,13 +3,17 @@ from django.contrib import admin, messages
 from labs.models import (
     Allocation,
     Gpu,
+    GpuAlert,
     Node,
+    NodeAgentToken,
     Reservation,
     ReservationNode,
     ReservationStatus,
 )
 from labs.reservations import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
+from labs.telemetry.agents import agent_key_assign, agent_token_revoke
+from labs.telemetry.health import alert_acknowledge
 from portal.errors import BackendError, PortalError
 
 
@@ -152,3 +156,107 @@ class ReservationAdmin(admin.ModelAdmin):
     @admin.action(description="Cancel the selected reservations (or end them now if running)")
     def cancel(self, request, queryset):
         self._each(request, queryset, lambda r: reservation_cancel(by=request.user, reservation=r), "Cancelled")
+
+
+# --- Telemetry
+
+
+class AlertStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("open", "Open"), ("cleared", "Cleared"), ("all", "All")]
+
+    def choices(self, changelist):
+        # Open alerts are what an admin comes for: they are the default.
+        value = self.value() or "open"
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": value == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or "open"
+        if value == "open":
+            return queryset.filter(cleared_at__isnull=True)
+        if value == "cleared":
+            return queryset.filter(cleared_at__isnull=False)
+        return queryset
+
+
+@admin.register(GpuAlert)
+class GpuAlertAdmin(admin.ModelAdmin):
+    """Health alerts from the telemetry collector; each suggests cordoning the node until someone looks."""
+
+    list_display = ["gpu", "kind", "value", "message", "suggestion", "raised_at", "last_seen_at", "acknowledged_by"]
+    list_filter = [AlertStateFilter, "kind"]
+    search_fields = ["gpu__node__name", "message"]
+    list_select_related = ["gpu__node", "acknowledged_by"]
+    actions = ["cordon_nodes", "acknowledge"]
+
+    @admin.display(description="Suggested")
+    def suggestion(self, obj):
+        node = obj.gpu.node
+        if obj.cleared_at is not None:
+            return "—"
+        if node.status == "ready":
+            return f"Cordon {node.name}"
+        return f"{node.name} is {node.status}"
+
+    @admin.action(description="Cordon the nodes of the selected alerts")
+    def cordon_nodes(self, request, queryset):
+        nodes = {alert.gpu.node for alert in queryset.select_related("gpu__node")}
+        for node in sorted(nodes, key=lambda n: n.name):
+            try:
+                node_cordon(node=node, by=request.user, reason="Cordoned for a GPU health alert.")
+                self.message_user(request, f"Cordoned {node.name}.", messages.SUCCESS)
+            except (PortalError, BackendError) as exc:
+                self.message_user(request, f"{node.name}: {exc}", messages.ERROR)
+
+    @admin.action(description="Acknowledge the selected alerts (Xid alerts close; temperature closes when cool)")
+    def acknowledge(self, request, queryset):
+        for alert in queryset:
+            alert_acknowledge(alert=alert, by=request.user)
+        self.message_user(request, f"Acknowledged {queryset.count()} alert(s).", messages.SUCCESS)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(NodeAgentToken)
+class NodeAgentTokenAdmin(admin.ModelAdmin):
+    """Keys for the nodes' NVML agents (manage.py gpu_agent). A key is shown once, when it is made."""
+
+    list_display = ["node", "prefix", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["node__name", "prefix"]
+    list_select_related = ["node", "created_by"]
+    fields = ["node"]
+    actions = ["revoke"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            key = agent_key_assign(obj)
+            obj.created_by = request.user
+            obj.save()
+            self.message_user(
+                request,
+                f"The agent key for {obj.node.name} is {key} — copy it now, it is not shown again."
+                f" On the node: GPU_AGENT_TOKEN={key} python manage.py gpu_agent --portal <this portal's URL>",
+                messages.WARNING,
+            )
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None
+
+    @admin.action(description="Revoke the selected agent keys")
+    def revoke(self, request, queryset):
+        for token in queryset:
+            agent_token_revoke(token=token)
+        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)

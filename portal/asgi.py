@@ -1,4 +1,8 @@
-"""ASGI entry point: Django for HTTP, Channels for WebSockets (same sessions, origin checked)."""
+"""ASGI entry point: Django for HTTP, Channels for WebSockets (same sessions or API tokens, origin checked).
+
+The lifespan events start the embedded telemetry collector on the server's own event loop when
+there is no Redis (the in-memory channel layer lives in this process); with Redis it runs apart.
+"""
 
 import os
 
@@ -9,13 +13,28 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from labs.telemetry.collector import ensure_embedded_collector, stop_embedded_collector  # noqa: E402
 from portal.routing import websocket_urlpatterns  # noqa: E402
+from portal.ws_auth import OriginCheck, TokenAuthMiddleware  # noqa: E402
+
+
+async def lifespan(scope, receive, send):
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            ensure_embedded_collector()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await stop_embedded_collector()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": OriginCheck(AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))),
+        "lifespan": lifespan,
     }
 )

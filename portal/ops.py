@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,7 @@ def _registry() -> CollectorRegistry:
     by_kind = open_allocations_by_kind()
     for kind in AllocationKind.values:
         held.labels(kind=kind).set(by_kind.get(kind, 0))
+    _lab_activity(registry)
     return registry
 
 
@@ -88,3 +89,78 @@ def metrics(request: HttpRequest) -> HttpResponse:
         if not hmac.compare_digest(supplied, settings.METRICS_TOKEN):
             return HttpResponse("metrics need the bearer token\n", status=401, content_type="text/plain")
     return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+# --- Telemetry: live GPUs, alerts, running work, queues ------------------------------------
+
+
+def _celery_queue_lengths() -> dict[str, int]:
+    """Tasks waiting in each Celery queue on the Redis broker (a Redis list per queue)."""
+    if not settings.REDIS_URL:
+        return {}
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        return {queue: int(client.llen(queue)) for queue in settings.PORTAL_METRICS_QUEUES}
+    except redis.RedisError as exc:
+        log.warning("metrics: could not read the Celery queues: %s", exc.__class__.__name__)
+        return {}
+    finally:
+        client.close()
+
+
+def _lab_activity(registry: CollectorRegistry) -> None:
+    from labs.telemetry.selectors import telemetry_summary
+
+    summary = telemetry_summary()
+    gpus = Gauge("portal_gpus", "GPUs by live state (stale: no sample lately).", ["state"], registry=registry)
+    for state, count in summary["gpus"].items():
+        gpus.labels(state=state).set(count)
+    alerts = Gauge("portal_gpu_alerts_open", "Open GPU health alerts, by kind.", ["kind"], registry=registry)
+    for kind, count in summary["alerts"].items():
+        alerts.labels(kind=kind).set(count)
+    running = Gauge("portal_running", "Notebooks and jobs holding GPUs now.", ["kind"], registry=registry)
+    for kind, count in summary["running"].items():
+        running.labels(kind=kind).set(count)
+    age = Gauge(
+        "portal_telemetry_tick_age_seconds",
+        "Seconds since the telemetry collector last stored a tick.",
+        registry=registry,
+    )
+    age.set(summary["tick_age_s"] if summary["tick_age_s"] is not None else float("nan"))
+    dropped = Counter(
+        "portal_telemetry_samples_dropped", "GPU samples dropped as impossible or unknown.", registry=registry
+    )
+    dropped.inc(summary["dropped_total"])
+    queues = Gauge("portal_celery_queue_length", "Tasks waiting in a Celery queue.", ["queue"], registry=registry)
+    for queue, length in _celery_queue_lengths().items():
+        queues.labels(queue=queue).set(length)
+    _job_queue(registry)
+
+
+def _job_queue(registry: CollectorRegistry) -> None:
+    """Training jobs by state, and how long the queue makes people wait."""
+    import datetime as dt
+
+    from django.db.models import Count, Min
+    from django.utils import timezone
+
+    from jobs.models import Job, JobState
+
+    now = timezone.now()
+    jobs = Gauge("portal_jobs", "Training jobs by state.", ["state"], registry=registry)
+    by_state = dict(Job.objects.values_list("state").annotate(n=Count("id")).order_by())
+    for state in JobState.values:
+        jobs.labels(state=state).set(by_state.get(state, 0))
+    waits = Gauge(
+        "portal_job_queue_wait_seconds",
+        "Queue waits: the oldest job still queued, and the mean wait of attempts that started in the last hour.",
+        ["stat"],
+        registry=registry,
+    )
+    oldest = Job.objects.filter(state=JobState.QUEUED).aggregate(at=Min("queued_since"))["at"]
+    waits.labels(stat="oldest_queued").set((now - oldest).total_seconds() if oldest else 0)
+    started = Job.objects.filter(started_at__gte=now - dt.timedelta(hours=1)).values_list("queued_since", "started_at")
+    seconds = [(started_at - queued).total_seconds() for queued, started_at in started]
+    waits.labels(stat="mean_last_hour").set(sum(seconds) / len(seconds) if seconds else 0)

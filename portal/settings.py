@@ -302,3 +302,43 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Telemetry -------------------------------------------------------------------------
+# Where live GPU samples come from: a simulator of the lab's RTX 4090s (the default: run command, demo,
+# tests), a scrape of each node's dcgm-exporter, a Prometheus server that scrapes them, or the NVML
+# agents' pushes (manage.py gpu_agent on each node, with a node token).
+TELEMETRY_SOURCE = envchoice("TELEMETRY_SOURCE", "simulator", ("simulator", "dcgm", "prometheus", "agent"))
+# Who runs the collector: the web server's process (embedded: the in-memory channel layer is per process),
+# a process of its own (manage.py telemetry_collect, publishing through Redis), or nobody.
+TELEMETRY_COLLECTOR = envchoice(
+    "TELEMETRY_COLLECTOR", "process" if REDIS_URL else "embedded", ("embedded", "process", "off")
+)
+if TELEMETRY_COLLECTOR == "process" and not REDIS_URL:
+    raise ImproperlyConfigured("TELEMETRY_COLLECTOR=process needs REDIS_URL: the web servers hear it through Redis.")
+TELEMETRY_INTERVAL_MS = envint("TELEMETRY_INTERVAL_MS", 1000, minimum=100, maximum=60_000)
+TELEMETRY_STALE_AFTER_S = envint("TELEMETRY_STALE_AFTER_S", 30, minimum=2)
+TELEMETRY_HISTORY_DAYS = envint("TELEMETRY_HISTORY_DAYS", 14, minimum=1)
+TELEMETRY_DCGM_URL = envstr("TELEMETRY_DCGM_URL", "http://{node}:9400/metrics")
+if "{node}" not in TELEMETRY_DCGM_URL:
+    raise ImproperlyConfigured("TELEMETRY_DCGM_URL must contain {node}, e.g. http://{node}:9400/metrics")
+TELEMETRY_PROMETHEUS_URL = envstr("TELEMETRY_PROMETHEUS_URL", "")
+if TELEMETRY_SOURCE == "prometheus" and not TELEMETRY_PROMETHEUS_URL:
+    raise ImproperlyConfigured("TELEMETRY_SOURCE=prometheus needs TELEMETRY_PROMETHEUS_URL.")
+TELEMETRY_PROMETHEUS_NODE_LABELS = envlist(
+    "TELEMETRY_PROMETHEUS_NODE_LABELS", ["Hostname", "kubernetes_node", "node", "instance"]
+)
+TELEMETRY_SCRAPE_TIMEOUT_MS = envint("TELEMETRY_SCRAPE_TIMEOUT_MS", 800, minimum=50)
+TELEMETRY_SIMULATOR_FAULTS = envlist("TELEMETRY_SIMULATOR_FAULTS", [])  # e.g. gpu07:temp,gpu13:xid
+TELEMETRY_TEMP_ALERT_C = envint("TELEMETRY_TEMP_ALERT_C", 87, minimum=40, maximum=130)
+TELEMETRY_TEMP_ALERT_AFTER_S = envint("TELEMETRY_TEMP_ALERT_AFTER_S", 10, minimum=0)
+try:
+    # Xid codes that are usually the application's doing, not the GPU's: no alert.
+    TELEMETRY_XID_IGNORED = [int(code) for code in envlist("TELEMETRY_XID_IGNORED", ["13", "31", "43", "45"])]
+except ValueError:
+    raise ImproperlyConfigured("TELEMETRY_XID_IGNORED must be a comma-separated list of Xid numbers.") from None
+# Updates waiting for one slow WebSocket client before it gets a fresh snapshot instead of the backlog.
+TELEMETRY_CLIENT_QUEUE = envint("TELEMETRY_CLIENT_QUEUE", 30, minimum=2)
+TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5)
+TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
+# Celery queues whose lengths /metrics reports.
+PORTAL_METRICS_QUEUES = envlist("PORTAL_METRICS_QUEUES", ["celery"])

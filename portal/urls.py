@@ -6,7 +6,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from jobs import api as jobs_api
 from jobs import views as jobs_views
 from labs import api as labs_api
+from labs import api_gpus as labs_api_gpus
 from labs import views as labs_views
+from labs import views_gpus as labs_views_gpus
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -33,6 +35,8 @@ api_v1 = [
         name="reservation-reject",
     ),
     path("availability/", labs_api.AvailabilityApi.as_view(), name="availability"),
+    path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
+    path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
     path("jobs/", jobs_api.JobListApi.as_view(), name="jobs"),
     path("jobs/preview/", jobs_api.JobPreviewApi.as_view(), name="job-preview"),
     path("jobs/<int:job_id>/", jobs_api.JobDetailApi.as_view(), name="job"),
@@ -53,6 +57,8 @@ urlpatterns = [
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
+    path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
+    path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
     path("lab/reservations/", labs_views.reservation_timeline, name="reservations"),
     path("lab/reservations/new/", labs_views.reservation_new, name="reservation-new"),
     path("lab/reservations/approvals/", labs_views.reservation_approvals, name="reservation-approvals"),

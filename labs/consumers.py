@@ -1,0 +1,143 @@
+"""The live GPU status WebSocket, /ws/gpus/.
+
+Signed in by the session cookie or an `Authorization: Token` header (portal.ws_auth); anyone else
+is refused at the handshake. The first message is `{"type": "snapshot", "seq", "gpus"}`, then
+`{"type": "update", "seq", "gpus"}` with the GPUs that changed, each as the viewer may see it
+(labs.telemetry.visibility). Sequence numbers follow on by one; a client that sees a gap, or
+sends `{"type": "resync"}`, gets a new snapshot. The consumer only relays: nothing a client sends
+changes anything, and nothing it sends can break the connection of anyone else. The process's
+hub looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S): a changed course or role
+brings a new snapshot, a deactivated account is closed (4403).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from labs.telemetry.hub import GpuHub, get_hub
+from labs.telemetry.visibility import Viewer, viewers_for
+
+log = logging.getLogger("labs.telemetry")
+
+
+def _load_viewer(user_id: int) -> Viewer | None:
+    return viewers_for([user_id]).get(user_id)
+
+
+class GpuStatusConsumer(AsyncWebsocketConsumer):
+    # No channel of its own: the process's hub receives each tick once and hands it to every consumer.
+    channel_layer_alias = "no-channel-layer-for-gpu-consumers"
+
+    viewer: Viewer
+    hub: GpuHub | None = None
+    _sender: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not user.is_active:
+            log.info("ws/gpus: refused a handshake without a valid session or token from %s", self._client())
+            await self.close()
+            return
+        try:
+            viewer = await database_sync_to_async(_load_viewer)(user.pk)
+        except Exception:
+            log.exception("ws/gpus: could not load what %s may see", user.pk)
+            viewer = None
+        if viewer is None:
+            await self.close()
+            return
+        self.viewer = viewer
+        self._outbox: collections.deque[tuple[int, str]] = collections.deque()
+        self._limit = settings.TELEMETRY_CLIENT_QUEUE
+        self._wake = asyncio.Event()
+        self._resync = True  # the first thing sent is a snapshot
+        self._seq = -1
+        self._revoked = False
+        await self.accept()
+        self.hub = get_hub()
+        try:
+            await self.hub.join(self)
+        except TimeoutError:
+            log.error("ws/gpus: the telemetry hub did not start; closing %s", self._client())
+            await self.close(code=1011)
+            return
+        self._sender = asyncio.get_running_loop().create_task(self._send_loop())
+        self._wake.set()
+
+    async def disconnect(self, code: int) -> None:
+        if self.hub is not None:
+            self.hub.leave(self)
+        if self._sender is not None:
+            self._sender.cancel()
+
+    # --- from the hub (called on the event loop, never blocks) ----------------------------
+
+    def deliver(self, seq: int, text: str) -> None:
+        if len(self._outbox) >= self._limit:
+            # The client cannot keep up: drop the backlog and send one snapshot when it can take it.
+            self._outbox.clear()
+            self._resync = True
+        else:
+            self._outbox.append((seq, text))
+        self._wake.set()
+
+    def resync(self) -> None:
+        self._outbox.clear()
+        self._resync = True
+        self._wake.set()
+
+    def revoke(self) -> None:
+        """The account was deactivated: close at the next chance."""
+        self._revoked = True
+        self._wake.set()
+
+    async def _send_loop(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._revoked:
+                    log.info("ws/gpus: %s is no longer active; closing", self.viewer.username)
+                    await self.close(code=4403)
+                    return
+                if self._resync:
+                    self._resync = False
+                    self._seq, text = self.hub.snapshot(self.viewer)
+                    await self.send(text_data=text)
+                while self._outbox and not self._resync:
+                    seq, text = self._outbox.popleft()
+                    if seq > self._seq:
+                        self._seq = seq
+                        await self.send(text_data=text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the client went away mid-send
+            log.debug("ws/gpus: stopped sending to %s: %s", self._client(), exc)
+
+    # --- from the client ------------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        message = None
+        if text_data is not None and len(text_data) <= 1024:
+            try:
+                message = json.loads(text_data)
+            except ValueError:
+                message = None
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "ping":
+            await self.send(text_data='{"type":"pong"}')
+        elif kind == "resync":
+            self.resync()
+        else:
+            log.debug("ws/gpus: ignored a message from %s", self._client())
+
+    def _client(self) -> str:
+        client = self.scope.get("client") or ("?", 0)
+        return f"{client[0]}:{client[1]}"

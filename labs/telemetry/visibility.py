@@ -1,0 +1,213 @@
+"""Who may know who holds a GPU: the one place that decides it, for the API, the pages and the WebSocket.
+
+- students see whether a GPU is free or busy, their own sessions on it, and the reservations they may use;
+- teachers also see the holders from their courses (entries booked for a course they teach, and
+  people enrolled in one);
+- admins see everyone.
+Utilisation, memory, temperature and power are no secret; health alerts are for admins.
+
+`available` tells the viewer whether they could start something there now: the node is ready, its
+samples are fresh, and nothing holds the GPU but a reservation they may use (their own, or one for
+a course they take or teach).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from labs.models import AllocationKind, NodeStatus
+from portal.accounts.models import Course, Enrollment, Role, User
+
+PUBLIC_FIELDS = (
+    "node",
+    "index",
+    "uuid",
+    "model",
+    "util_pct",
+    "mem_used_mb",
+    "mem_total_mb",
+    "temp_c",
+    "power_w",
+    "sampled_at",
+    "stale",
+    "node_status",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Viewer:
+    user_id: int
+    username: str
+    role: str
+    course_ids: frozenset[int] = frozenset()  # courses they take or teach
+    taught_course_ids: frozenset[int] = frozenset()
+    student_ids: frozenset[int] = frozenset()  # people enrolled in a course they teach
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == Role.ADMIN
+
+
+def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
+    """What the database says about these viewers' places in the lab, in four queries however many.
+
+    Inactive or unknown accounts are left out.
+    """
+    ids = set(user_ids)
+    users = {user.pk: user for user in User.objects.filter(pk__in=ids, is_active=True)}
+    enrolled: dict[int, set[int]] = {pk: set() for pk in users}
+    taught: dict[int, set[int]] = {pk: set() for pk in users}
+    for user_id, course_id in Enrollment.objects.filter(user_id__in=users).values_list("user_id", "course_id"):
+        enrolled[user_id].add(course_id)
+    for user_id, course_id in Course.teachers.through.objects.filter(user_id__in=users).values_list(
+        "user_id", "course_id"
+    ):
+        taught[user_id].add(course_id)
+    all_taught = set().union(*taught.values()) if taught else set()
+    students_of: dict[int, set[int]] = {}
+    for course_id, user_id in Enrollment.objects.filter(course_id__in=all_taught).values_list("course_id", "user_id"):
+        students_of.setdefault(course_id, set()).add(user_id)
+    viewers = {}
+    for pk, user in users.items():
+        students = set().union(*(students_of.get(course, set()) for course in taught[pk])) if taught[pk] else set()
+        viewers[pk] = Viewer(
+            user_id=pk,
+            username=user.username,
+            role=Role.ADMIN if user.is_lab_admin else user.role,
+            course_ids=frozenset(enrolled[pk] | taught[pk]),
+            taught_course_ids=frozenset(taught[pk]),
+            student_ids=frozenset(students),
+        )
+    return viewers
+
+
+def viewer_for(user: User) -> Viewer:
+    viewer = viewers_for([user.pk]).get(user.pk)
+    if viewer is None:  # an inactive account: it sees as a student does, with nothing of its own
+        return Viewer(user_id=user.pk, username=user.username, role=Role.STUDENT)
+    return viewer
+
+
+def may_see(viewer: Viewer, holder: dict) -> bool:
+    if viewer.is_admin or holder["user_id"] == viewer.user_id or may_use(viewer, holder):
+        return True
+    if viewer.role == Role.TEACHER:
+        return holder["course_id"] in viewer.taught_course_ids or holder["user_id"] in viewer.student_ids
+    return False
+
+
+def may_use(viewer: Viewer, holder: dict) -> bool:
+    """Whether this holder leaves the GPU usable by the viewer: a reservation that is theirs or their course's."""
+    return holder["kind"] == AllocationKind.RESERVATION and (
+        holder["user_id"] == viewer.user_id or holder["course_id"] in viewer.course_ids
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class HolderIndex:
+    """Who appears among some GPUs' holders: enough to tell which viewers see them differently."""
+
+    users: frozenset[int]
+    courses: frozenset[int]
+    reserved_courses: frozenset[int]  # courses of the reservations among them
+
+
+def holder_index(states: Iterable[dict]) -> HolderIndex:
+    users: set[int] = set()
+    courses: set[int] = set()
+    reserved: set[int] = set()
+    for state in states:
+        for holder in state.get("holders", ()):
+            users.add(holder["user_id"])
+            if holder["course_id"] is not None:
+                courses.add(holder["course_id"])
+                if holder["kind"] == AllocationKind.RESERVATION:
+                    reserved.add(holder["course_id"])
+    return HolderIndex(frozenset(users), frozenset(courses), frozenset(reserved))
+
+
+def concerns(viewer: Viewer, index: HolderIndex) -> bool:
+    """Whether any of these holders looks different to this viewer than to any other of the same role.
+
+    Exactly what may_see, may_use and `mine` depend on beyond the role: the viewer's own entries,
+    reservations of their courses, and for teachers their courses' and students' entries.
+    """
+    if viewer.user_id in index.users or not viewer.course_ids.isdisjoint(index.reserved_courses):
+        return True
+    return viewer.role == Role.TEACHER and (
+        not viewer.taught_course_ids.isdisjoint(index.courses) or not viewer.student_ids.isdisjoint(index.users)
+    )
+
+
+def audience_key(viewer: Viewer, index: HolderIndex) -> object:
+    """Viewers with equal keys get the same view of these holders, so one encoding serves them all."""
+    return viewer if concerns(viewer, index) else viewer.role
+
+
+def public_gpu(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
+    holders = state.get("holders") or []
+    out = {name: state.get(name) for name in PUBLIC_FIELDS}
+    if holders:
+        visible = [holder for holder in holders if may_see(viewer, holder)]
+        out["holder"] = {
+            "busy": True,
+            "share": round(sum(holder["share"] for holder in holders), 3),
+            "holders": [
+                {
+                    "user": holder["user"],
+                    "kind": holder["kind"],
+                    "ref": holder["ref"],
+                    "course": holder["course"],
+                    "share": holder["share"],
+                    "since": holder["since"],
+                    "mine": holder["user_id"] == viewer.user_id,
+                }
+                for holder in visible
+            ],
+            "others": len(holders) - len(visible),
+        }
+    else:
+        out["holder"] = None
+    out["available"] = (
+        state.get("node_status") == NodeStatus.READY
+        and not state.get("stale", True)
+        and all(may_use(viewer, holder) for holder in holders)
+    )
+    if viewer.is_admin:
+        out["alerts"] = state.get("alerts") or []
+    return out
+
+
+def public_gpus(states: Iterable[dict[str, Any]], viewer: Viewer) -> list[dict[str, Any]]:
+    return [public_gpu(state, viewer) for state in states]
+
+
+# Which public fields show a change of a record's field (the rest are the same name in both).
+_SHOWN_AS = {
+    "holders": ("holder", "available"),
+    "stale": ("stale", "available"),
+    "node_status": ("node_status", "available"),
+}
+IDENTITY = ("node", "index", "sampled_at")
+
+
+def public_changes(
+    states: Iterable[dict[str, Any]], changed: dict[str, list[str]], viewer: Viewer
+) -> list[dict[str, Any]]:
+    """What changed, as this viewer may see it: each GPU's node, index and sample time, and its changed fields.
+
+    A GPU whose changes this viewer cannot see (an admin-only alert, say) is left out.
+    """
+    out = []
+    for state in states:
+        names = changed.get(state["key"])
+        public = public_gpu(state, viewer)
+        if names is None:  # a sender that does not say: the whole record
+            out.append(public)
+            continue
+        shown = {shown for name in names for shown in _SHOWN_AS.get(name, (name,)) if shown in public}
+        if shown:
+            out.append({name: public[name] for name in (*IDENTITY, *sorted(shown))})
+    return out
