@@ -1,9 +1,10 @@
 """The live GPU status WebSocket, /ws/gpus/.
 
 Signed in by the session cookie or an `Authorization: Token` header (portal.ws_auth); anyone else
-is refused at the handshake. The first message is `{"type": "snapshot", "seq", "gpus"}`, then
-`{"type": "update", "seq", "gpus"}` with the GPUs that changed, each as the viewer may see it
-(labs.telemetry.visibility). Sequence numbers follow on by one; a client that sees a gap, or
+is refused at the handshake. The first message is `{"type": "snapshot", "seq", "gpus"}` (whole
+records), then `{"type": "update", "seq", "gpus"}` with the GPUs that changed: each GPU's node,
+index, sample time and changed fields, as the viewer may see them (labs.telemetry.visibility).
+Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap, or
 sends `{"type": "resync"}`, gets a new snapshot. The consumer only relays: nothing a client sends
 changes anything, and nothing it sends can break the connection of anyone else. The process's
 hub looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S): a changed course or role

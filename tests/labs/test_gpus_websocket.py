@@ -336,3 +336,25 @@ def test_a_gap_in_the_collectors_sequence_gives_everyone_a_fresh_snapshot(lab):
     snapshot, resent, update = async_to_sync(scenario)()
     assert resent["type"] == "snapshot" and resent["seq"] == snapshot["seq"] + 6 and len(resent["gpus"]) == 4
     assert update["type"] == "update" and update["seq"] == resent["seq"] + 1
+
+
+def test_when_the_collector_goes_quiet_new_snapshots_show_every_gpu_stale(lab, settings):
+    tick = collector()
+    headers = token_headers(lab["student"])
+
+    async def scenario():
+        await tick.tick()
+        first, connected = await connect(headers)
+        assert connected
+        fresh = await first.receive_json_from()
+        settings.TELEMETRY_STALE_AFTER_S = 0  # as if 30 s had passed without a word from the collector
+        second, connected = await connect(headers)
+        assert connected
+        quiet = await second.receive_json_from()
+        await first.disconnect()
+        await second.disconnect()
+        return fresh, quiet
+
+    fresh, quiet = async_to_sync(scenario)()
+    assert not any(gpu["stale"] for gpu in fresh["gpus"])
+    assert all(gpu["stale"] and not gpu["available"] for gpu in quiet["gpus"])

@@ -276,3 +276,21 @@ def test_a_gpu_that_leaves_the_inventory_is_sent_as_removed(lab):
     _, messages = listen(second)
     assert messages[-1]["removed"] == ["gpu04/0"]
     assert "gpu04/0" not in store.read_latest()["gpus"]
+
+
+def test_a_quiet_lab_still_sends_a_heartbeat_so_clients_know_the_stream_is_alive(lab):
+    source = ScriptedSource()
+    collector = make_collector(source)
+    t0 = time.time()
+    source.samples = [reading(name, at=t0) for name in lab]
+
+    async def ticks():
+        first = await collector.tick(now=t0)
+        quiet = [await collector.tick(now=t0 + second) for second in range(1, 10)]
+        beat = await collector.tick(now=t0 + 10)
+        return first, quiet, beat
+
+    (first, quiet, beat), messages = listen(ticks)
+    assert not any(report.published for report in quiet)
+    assert beat.published and beat.seq == first.seq + 1
+    assert messages[-1]["gpus"] == [] and messages[-1]["seq"] == beat.seq

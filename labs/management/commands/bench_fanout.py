@@ -122,7 +122,7 @@ class Command(BaseCommand):
         parser.add_argument("--compression", choices=["deflate", "none"], default="deflate",
                             help="What the clients offer (browsers offer deflate).")  # fmt: skip
         parser.add_argument(
-            "--workers", type=int, default=2, help="uvicorn worker processes (default 2: one per core here)."
+            "--workers", type=int, default=1, help="uvicorn worker processes (each relays every tick to its clients)."
         )
         parser.add_argument(
             "--server-deflate",
