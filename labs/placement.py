@@ -29,6 +29,7 @@ from labs.models import (
     NodeStatus,
     Reservation,
     ReservationNode,
+    ReservationStatus,
 )
 from portal.accounts.models import Course, User
 from portal.errors import PortalError
@@ -160,7 +161,7 @@ def place(claim: Claim) -> Placement:
         reservation = claim.reservation
         if not may_use(reservation, claim.user, course_ids):
             raise NoCapacity("That reservation is not yours or your course's.")
-        if reservation.status not in HOLDING_STATUSES or reservation.status == "pending":
+        if reservation.status not in HOLDING_STATUSES or reservation.status == ReservationStatus.PENDING:
             raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
         if claim.starts_at < reservation.starts_at or claim.ends_at > reservation.ends_at:
             raise NoCapacity(

@@ -89,7 +89,7 @@ def _check_people(*, by: User, owner: User, course: Course | None) -> None:
         )
 
 
-def _check_window(*, owner: User, starts_at: dt.datetime, ends_at: dt.datetime, now: dt.datetime, limits) -> None:
+def _check_window(*, starts_at: dt.datetime, ends_at: dt.datetime, now: dt.datetime, limits) -> None:
     if ends_at <= starts_at:
         raise InvalidInput("The reservation must end after it starts.", fields={"ends_at": "Must be after the start."})
     if starts_at < now:
@@ -120,7 +120,7 @@ def _check_window(*, owner: User, starts_at: dt.datetime, ends_at: dt.datetime, 
         )
 
 
-def _check_week(*, owner: User, starts_at: dt.datetime, node_hours: Decimal, limits, exclude_series=None) -> None:
+def _check_week(*, owner: User, starts_at: dt.datetime, node_hours: Decimal, limits) -> None:
     week = week_start(starts_at)
     week_end = week_start(week + dt.timedelta(days=7, hours=12))
     booked = Decimal(0)
@@ -348,7 +348,7 @@ def reservation_create(
 
     windows = _weekly_windows(starts_at, ends_at, repeat_weekly_until)
     for window_start, window_end in windows:
-        _check_window(owner=owner, starts_at=window_start, ends_at=window_end, now=now, limits=limits)
+        _check_window(starts_at=window_start, ends_at=window_end, now=now, limits=limits)
     wanted = _resolve_nodes(nodes, limits)
     count = wanted if isinstance(wanted, int) else len(wanted)
     needs_approval = count > limits.reservation_approval_nodes and not by.is_lab_admin

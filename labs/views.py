@@ -15,7 +15,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST
 
 from labs.forms import ReservationForm
-from labs.models import NodeStatus
+from labs.models import NodeStatus, ReservationStatus
 from labs.reservations import ReservationConflict, reservation_cancel, reservation_create, reservation_decide
 from labs.selectors import (
     lab_summary,
@@ -109,7 +109,7 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
             else:
                 first = made[0]
                 what = f"{len(made)} weekly sessions" if len(made) > 1 else "Your reservation"
-                if first.status == "pending":
+                if first.status == ReservationStatus.PENDING:
                     messages.warning(request, f"{what} of {first.nodes.count()} nodes waits for an admin's approval.")
                 else:
                     messages.success(request, f"{what} “{first.title}” is booked on {first.nodes.count()} nodes.")
