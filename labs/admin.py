@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 
 from labs.models import (
@@ -6,10 +7,14 @@ from labs.models import (
     GpuAlert,
     Node,
     NodeAgentToken,
+    NotebookProfile,
+    NotebookSession,
     Reservation,
     ReservationNode,
     ReservationStatus,
 )
+from labs.notebooks.profiles import IMAGE_RULE, PROFILE_FIELDS, image_is_valid
+from labs.notebooks.services import notebook_stop
 from labs.reservations import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
 from labs.telemetry.agents import agent_key_assign, agent_token_revoke
@@ -260,3 +265,83 @@ class NodeAgentTokenAdmin(admin.ModelAdmin):
         for token in queryset:
             agent_token_revoke(token=token)
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
+
+
+# --- Notebooks
+
+
+class NotebookProfileAdminForm(forms.ModelForm):
+    class Meta:
+        model = NotebookProfile
+        fields = [*PROFILE_FIELDS, "roles", "courses", "is_active"]
+
+    def clean_image(self):
+        image = (self.cleaned_data.get("image") or "").strip()
+        if not image_is_valid(image):
+            raise forms.ValidationError(IMAGE_RULE)
+        return image
+
+
+@admin.register(NotebookProfile)
+class NotebookProfileAdmin(admin.ModelAdmin):
+    """Profiles are also written on the Notebooks › Profiles page; deactivate one rather than delete it."""
+
+    form = NotebookProfileAdminForm
+
+    list_display = [
+        "name",
+        "slug",
+        "gpu_share",
+        "cpu",
+        "memory_gb",
+        "max_session_h",
+        "roles",
+        "is_active",
+        "created_by",
+    ]
+    list_filter = ["is_active", "courses"]
+    search_fields = ["name", "slug", "image"]
+    filter_horizontal = ["courses"]
+    readonly_fields = ["created_by", "created_at", "updated_at"]
+    list_select_related = ["created_by"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # sessions keep pointing at their profile: deactivate instead
+
+
+@admin.register(NotebookSession)
+class NotebookSessionAdmin(admin.ModelAdmin):
+    """Sessions are written by the portal and the hub's pass; here they are read, and stopped."""
+
+    list_display = ["id", "user", "profile", "course", "status", "node", "requested_at", "ready_at", "ends_at"]
+    list_filter = ["status", "profile", "course"]
+    search_fields = ["user__username", "node", "hub_user"]
+    date_hierarchy = "requested_at"
+    list_select_related = ["user", "profile", "course"]
+    readonly_fields = [f.name for f in NotebookSession._meta.fields]
+    actions = ["stop"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Stop the selected notebooks (or take them out of the queue)")
+    def stop(self, request, queryset):
+        done, failed = [], []
+        for session in queryset.select_related("user", "profile"):
+            try:
+                notebook_stop(user=request.user, session=session)
+                done.append(f"#{session.pk}")
+            except PortalError as exc:
+                failed.append(f"#{session.pk}: {exc.message}")
+        if done:
+            self.message_user(request, f"Asked to stop: {', '.join(done)}.", messages.SUCCESS)
+        for problem in failed:
+            self.message_user(request, problem, messages.ERROR)

@@ -4,3 +4,9 @@ from django.apps import AppConfig
 class LabsConfig(AppConfig):
     name = "labs"
     verbose_name = "The lab"
+
+    def ready(self) -> None:
+        from labs.notebooks.receivers import on_allocations_ended
+        from labs.signals import allocations_ended
+
+        allocations_ended.connect(on_allocations_ended, dispatch_uid="labs.notebooks_stop_on_allocations_ended")

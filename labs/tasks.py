@@ -32,3 +32,45 @@ def reservations_tick() -> str:
     report = reservations_tick_service()
     log.info("reservations tick: %s", report)
     return str(report)
+
+
+# --- Notebooks
+
+PASS_LOCK = "notebooks:pass-lock"
+PASS_AGAIN = "notebooks:pass-again"
+FOLLOW_UP = "notebooks:follow-up"
+
+
+@shared_task(soft_time_limit=120, time_limit=150)
+def notebooks_pass(upkeep: bool = False) -> str:
+    """Move the notebook queue and follow the hub. One pass at a time; a kick during a pass makes it go round again."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    from labs.notebooks.services import notebooks_pass as run_pass
+
+    if not cache.add(PASS_LOCK, 1, timeout=150):
+        cache.set(PASS_AGAIN, 1, timeout=150)
+        return "another pass is running; it goes round again"
+    try:
+        reports = []
+        for _round in range(20):
+            cache.delete(PASS_AGAIN)
+            report = run_pass(upkeep=upkeep)
+            reports.append(str(report))
+            upkeep = False
+            if not cache.get(PASS_AGAIN):
+                break
+    finally:
+        cache.delete(PASS_LOCK)
+    # Spawns under way: look again in a second rather than at the next tick (a worker only; in-process runs tick).
+    if report.starting and not settings.CELERY_TASK_ALWAYS_EAGER and cache.add(FOLLOW_UP, 1, timeout=1):
+        notebooks_pass.apply_async((False,), countdown=1)
+    log.debug("notebooks pass: %s", reports)
+    return "; ".join(reports)
+
+
+@shared_task
+def notebooks_tick() -> str:
+    """The periodic pass (beat): also looks after running notebooks (idle, session length, weekly quota)."""
+    return notebooks_pass(True)

@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from portal.env import envbool, envchoice, envint, envlist, envstr
+from portal.oauth.keys import oidc_rsa_private_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -42,6 +43,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "portal.accounts",
     "portal.web",
+    "portal.oauth",  # before the toolkit: its authorization page is the portal's
+    "oauth2_provider",
     "labs",
     "jobs",
 ]
@@ -260,6 +263,88 @@ CELERY_BEAT_SCHEDULE["jobs-schedule"] = {
 }
 CELERY_BEAT_SCHEDULE["jobs-follow"] = {"task": "jobs.tasks.follow", "schedule": float(JOBS_FOLLOW_INTERVAL_S)}
 
+# --- OAuth provider (the hub's one login)
+# The portal is the OpenID Connect provider the notebook hub logs people in through (portal/oauth): authorization
+# code with PKCE (S256) and a client secret, no consent page for the hub, ID tokens signed with RS256. The hub's
+# client is written by `manage.py hub_oauth_client` from HUB_OAUTH_CLIENT_ID/SECRET (the Notebooks block).
+OAUTH2_PROVIDER = {
+    "OIDC_ENABLED": True,
+    # PEM from OIDC_RSA_PRIVATE_KEY or OIDC_RSA_PRIVATE_KEY_FILE; in DEBUG, generated once into VAR_DIR.
+    "OIDC_RSA_PRIVATE_KEY": oidc_rsa_private_key(debug=DEBUG, var_dir=VAR_DIR),
+    # The issuer as browsers reach the portal, e.g. https://portal.lab.example/o (empty: from each request).
+    "OIDC_ISS_ENDPOINT": envstr("OIDC_ISSUER", "").rstrip("/"),
+    "OAUTH2_VALIDATOR_CLASS": "portal.oauth.validators.PortalOAuth2Validator",
+    "SCOPES": {
+        "openid": "Sign you in with your portal account",
+        "profile": "Your user name, name and role",
+        "email": "Your e-mail address",
+    },
+    "DEFAULT_SCOPES": ["openid"],
+    "PKCE_REQUIRED": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": envint("OAUTH_ACCESS_TOKEN_EXPIRE_S", 3600, minimum=60, maximum=24 * 3600),
+    "ID_TOKEN_EXPIRE_SECONDS": 3600,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 24 * 3600,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # The hub is the only client and uses the code flow; advertise nothing else.
+    "OIDC_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    # Plain-http redirect URIs (a hub on loopback) only in development.
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"] if DEBUG else ["https"],
+    # RFC 9700 (OAuth 2.0 Security BCP): no implicit or password grant, S256 only, no tokens in URLs, `iss` in
+    # the authorization response, tokens hashed at rest, refresh-token replay revokes the family.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+}
+
+# --- Notebooks (JupyterHub)
+# The portal is the front door: it queues, places and starts notebooks through the hub's REST API with its
+# service token, and people open them through the hub's proxy after one login at the portal (OAuth 2 / OIDC).
+NOTEBOOKS_HUB_API_URL = envstr("NOTEBOOKS_HUB_API_URL", "http://127.0.0.1:8081/hub/api").rstrip("/")
+# The hub's proxy as browsers reach it: notebook links point here.
+NOTEBOOKS_HUB_PUBLIC_URL = envstr("NOTEBOOKS_HUB_PUBLIC_URL", "http://127.0.0.1:8001").rstrip("/")
+NOTEBOOKS_HUB_TOKEN = envstr("NOTEBOOKS_HUB_TOKEN", "")
+if not NOTEBOOKS_HUB_TOKEN:
+    if not DEBUG:
+        raise ImproperlyConfigured("NOTEBOOKS_HUB_TOKEN (the portal's JupyterHub service token) must be set.")
+    NOTEBOOKS_HUB_TOKEN = "insecure-development-hub-token"  # noqa: S105
+# A hub call that takes longer than this counts as "the hub is not answering" (the request stays queued).
+NOTEBOOKS_HUB_TIMEOUT_S = envint("NOTEBOOKS_HUB_TIMEOUT_S", 5, minimum=1, maximum=120)
+# Spawns in flight at once; keep it below the hub's concurrent_spawn_limit so no 429 ever reaches anyone.
+NOTEBOOKS_MAX_STARTING = envint("NOTEBOOKS_MAX_STARTING", 20, minimum=1)
+# A spawn that is not ready after this long is given up, its server stopped and its quota released.
+NOTEBOOKS_START_TIMEOUT_S = envint("NOTEBOOKS_START_TIMEOUT_S", 300, minimum=10)
+# How often sessions are followed (ready, gone, idle, session length, weekly quota) and the queue moved.
+NOTEBOOKS_TICK_S = envint("NOTEBOOKS_TICK_S", 5, minimum=1)
+# Idle: no activity reported by the hub AND GPU utilisation below the threshold, both for this long.
+NOTEBOOKS_IDLE_MIN = envint("NOTEBOOKS_IDLE_MIN", 60, minimum=1)
+NOTEBOOKS_IDLE_GPU_PCT = envint("NOTEBOOKS_IDLE_GPU_PCT", 5, minimum=0, maximum=100)
+# People are warned this long before an idle stop or the end of the session, and may extend.
+NOTEBOOKS_WARN_MIN = envint("NOTEBOOKS_WARN_MIN", 10, minimum=1)
+# What one "Extend" adds, and how long a session may last when its profile does not say.
+NOTEBOOKS_EXTEND_MIN = envint("NOTEBOOKS_EXTEND_MIN", 60, minimum=5)
+NOTEBOOKS_DEFAULT_SESSION_H = envint("NOTEBOOKS_DEFAULT_SESSION_H", 4, minimum=1)
+# Weekly GPU-hours: a warning at this share of the quota; at 100 % the session ends after the grace period.
+NOTEBOOKS_QUOTA_WARN_PCT = envint("NOTEBOOKS_QUOTA_WARN_PCT", 80, minimum=1, maximum=100)
+NOTEBOOKS_QUOTA_GRACE_MIN = envint("NOTEBOOKS_QUOTA_GRACE_MIN", 15, minimum=0)
+CELERY_BEAT_SCHEDULE["notebooks-tick"] = {"task": "labs.tasks.notebooks_tick", "schedule": float(NOTEBOOKS_TICK_S)}
+
+# The hub's OAuth client at the portal (the provider): `manage.py hub_oauth_client` writes it from these.
+HUB_OAUTH_CLIENT_ID = envstr("HUB_OAUTH_CLIENT_ID", "jupyterhub")
+HUB_OAUTH_CLIENT_SECRET = envstr("HUB_OAUTH_CLIENT_SECRET", "")
+if not HUB_OAUTH_CLIENT_SECRET:
+    if not DEBUG:
+        raise ImproperlyConfigured("HUB_OAUTH_CLIENT_SECRET (the hub's OAuth client secret) must be set.")
+    HUB_OAUTH_CLIENT_SECRET = "insecure-development-hub-oauth-secret"  # noqa: S105
+
 # --- Static files ----------------------------------------------------------------------
 
 STATIC_URL = "static/"
@@ -282,7 +367,8 @@ WHITENOISE_USE_FINDERS = DEBUG
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if envbool("BEHIND_TLS_PROXY", False) else None
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", default=not DEBUG)
 # Probes and scrapers talk plain HTTP inside the cluster.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# ... and so does the hub, server to server, for its OAuth token and userinfo calls (PORTAL_INTERNAL_URL).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$", r"^o/(token|userinfo|revoke_token)/$"]
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
 SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", default=not DEBUG)

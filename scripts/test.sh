@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the tests drive: Debian's Chromium (browser tests) and docker-compose (compose file check).
+# System packages the tests drive: Debian's Chromium (browser tests), docker-compose (compose file check) and
+# Node.js with npm (JupyterHub's proxy, configurable-http-proxy, for the notebook tests).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -17,7 +19,12 @@ fi
 
 bash scripts/services.sh
 . scripts/_venv.sh
-ensure_venv dev
+ensure_venv dev,hub
+# JupyterHub's proxy from package-lock.json (the notebook tests run a real hub on loopback).
+if [ ! -x node_modules/.bin/configurable-http-proxy ]; then
+  echo "==> installing configurable-http-proxy (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 
 echo "==> ruff"
 ruff check .

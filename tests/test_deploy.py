@@ -11,8 +11,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+def _rsa_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
 PRODUCTION_ENV = {
     "DEBUG": "false",
+    "OIDC_RSA_PRIVATE_KEY": _rsa_pem(),
+    "NOTEBOOKS_HUB_TOKEN": secrets.token_hex(32),
+    "HUB_OAUTH_CLIENT_SECRET": secrets.token_urlsafe(32),
+    "NOTEBOOKS_HUB_PUBLIC_URL": "https://notebooks.lab.example",
     "SECRET_KEY": secrets.token_urlsafe(50),
     "ALLOWED_HOSTS": "portal.lab.example",
     "CSRF_TRUSTED_ORIGINS": "https://portal.lab.example",
@@ -44,6 +59,20 @@ def test_production_without_secret_key_refuses_to_start():
     result = manage("check", env=env)
     assert result.returncode != 0
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "missing,sentence",
+    [
+        ("NOTEBOOKS_HUB_TOKEN", "NOTEBOOKS_HUB_TOKEN"),
+        ("HUB_OAUTH_CLIENT_SECRET", "HUB_OAUTH_CLIENT_SECRET"),
+        ("OIDC_RSA_PRIVATE_KEY", "OIDC_RSA_PRIVATE_KEY"),
+    ],
+)
+def test_production_without_a_notebook_secret_refuses_to_start(missing, sentence):
+    result = manage("check", env={**PRODUCTION_ENV, missing: ""})
+    assert result.returncode != 0
+    assert sentence in result.stderr
 
 
 def test_bad_setting_value_refuses_to_start():

@@ -11,6 +11,10 @@ API_MATRIX = {
     "/api/v1/reservations/": (401, 403, 200, 200),
     "/api/v1/reservations/999999/": (401, 403, 404, 404),
     "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200),
+    "/api/v1/profiles/": (401, 200, 200, 200),
+    "/api/v1/notebooks/": (401, 200, 200, 200),
+    "/api/v1/notebooks/?mine=true": (401, 200, 200, 200),
+    "/api/v1/notebooks/999999/": (401, 404, 404, 404),
     "/api/v1/schema/": (401, 200, 200, 200),
     "/api/v1/docs/": (401, 200, 200, 200),
     "/api/v1/redoc/": (401, 200, 200, 200),
@@ -28,7 +32,17 @@ PAGE_MATRIX = {
     "/lab/reservations/approvals/": (302, 403, 403, 200),
     "/lab/reservations/999999/": (302, 403, 404, 404),
     "/lab/reservations/999999/cancel/": (302, 403, 404, 404),
+    "/notebooks/": (302, 200, 200, 200),
+    "/notebooks/999999/stop/": (302, 404, 404, 404),
+    "/notebooks/course/": (302, 403, 200, 200),
+    "/notebooks/course/NO-SUCH/stop/": (302, 403, 404, 404),
+    "/notebooks/profiles/": (302, 403, 200, 200),
+    "/notebooks/profiles/new/": (302, 403, 200, 200),
+    "/notebooks/profiles/no-such/edit/": (302, 403, 404, 404),
+    "/notebooks/profiles/no-such/deactivate/": (302, 403, 404, 404),
     "/admin/labs/reservation/": (302, 302, 302, 200),
+    "/admin/labs/notebookprofile/": (302, 302, 302, 200),
+    "/admin/labs/notebooksession/": (302, 302, 302, 200),
     "/admin/": (302, 302, 302, 200),
     "/admin/accounts/user/": (302, 302, 302, 200),
     "/admin/accounts/course/": (302, 302, 302, 200),
@@ -36,6 +50,11 @@ PAGE_MATRIX = {
     "/admin/labs/node/": (302, 302, 302, 200),
     "/admin/labs/allocation/": (302, 302, 302, 200),
     "/login/": (200, 302, 302, 302),
+    # The hub's one login: a sign-in request without a client is refused; userinfo takes a bearer token only.
+    "/o/authorize/": (302, 400, 400, 400),
+    "/o/userinfo/": (401, 401, 401, 401),
+    "/o/.well-known/openid-configuration": (200, 200, 200, 200),
+    "/o/.well-known/jwks.json": (200, 200, 200, 200),
     "/healthz": (200, 200, 200, 200),
     "/readyz": (200, 200, 200, 200),
     "/metrics": (200, 200, 200, 200),
@@ -89,6 +108,9 @@ WRITE_MATRIX = {
     ("delete", "/api/v1/reservations/999999/"): (401, 403, 404, 404),
     ("post", "/api/v1/reservations/999999/approve/"): (401, 403, 403, 404),
     ("post", "/api/v1/reservations/999999/reject/"): (401, 403, 403, 404),
+    ("post", "/api/v1/notebooks/"): (401, 400, 400, 400),
+    ("delete", "/api/v1/notebooks/999999/"): (401, 404, 404, 404),
+    ("post", "/api/v1/notebooks/999999/extend/"): (401, 404, 404, 404),
 }
 
 
@@ -101,3 +123,26 @@ def test_api_write_role_matrix(api_as, call, expected, role_index, role):
     assert response.status_code == expected[role_index]
     codes = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
     assert response.json()["code"] == codes[response.status_code]
+
+
+PAGE_WRITE_MATRIX = {
+    # path: expected status of a POST for anonymous (302 = sent to sign in), student, teacher, admin
+    "/notebooks/": (302, 400, 400, 400),  # no profile chosen
+    "/notebooks/999999/stop/": (302, 404, 404, 404),
+    "/notebooks/999999/extend/": (302, 404, 404, 404),
+    "/notebooks/course/NO-SUCH/stop/": (302, 403, 404, 404),
+    "/notebooks/profiles/new/": (302, 403, 400, 400),  # an empty form
+    "/notebooks/profiles/no-such/edit/": (302, 403, 404, 404),
+    "/notebooks/profiles/no-such/deactivate/": (302, 403, 404, 404),
+    "/notebooks/profiles/no-such/activate/": (302, 403, 404, 404),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path,expected", PAGE_WRITE_MATRIX.items(), ids=list(PAGE_WRITE_MATRIX))
+@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
+def test_page_write_role_matrix(browser_client, path, expected, role_index, role):
+    response = browser_client(role).post(path, {})
+    assert response.status_code == expected[role_index]
+    if response.status_code == 302:
+        assert "/login/" in response["Location"]

@@ -11,6 +11,7 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
+from labs.notebooks.selectors import notebooks_live_of
 from labs.selectors import lab_summary, reservations_of, reservations_pending, usage_of
 from portal.accounts.models import User
 from portal.accounts.selectors import courses_of, effective_quota, notices_for, people_by_role
@@ -65,6 +66,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         },
     }
     context["notices"] = notices_for(user)
+    context["my_notebooks"] = notebooks_live_of(user)
     if user.is_teacher or user.is_lab_admin:
         context["my_reservations"] = reservations_of(user)[:5]
     if user.is_lab_admin:

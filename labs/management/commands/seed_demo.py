@@ -1,4 +1,5 @@
 import datetime as dt
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -6,10 +7,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from labs.inventory import demo_specs
-from labs.models import Reservation
+from labs.models import NotebookProfile, Reservation
 from labs.reservations import NodeRequest, reservation_create
 from labs.services import inventory_sync
-from portal.accounts.models import Course, Role, User
+from portal.accounts.models import Course, Quota, Role, User
 from portal.accounts.services import course_upsert, user_upsert
 from portal.errors import PortalError
 
@@ -60,11 +61,46 @@ class Command(BaseCommand):
             for username, role, courses in DEMO_USERS:
                 user_upsert(username=username, role=role, password=demo_password(username), course_codes=courses)
             booked = self._demo_reservations(today)
+            profiles = self._demo_profiles()
 
-        self.stdout.write(self.style.SUCCESS(f"Demo lab ready: {report}; {booked} demo reservations made."))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Demo lab ready: {report}; {booked} demo reservations made, {profiles} notebook profiles."
+            )
+        )
         self.stdout.write("Demo users (username / password / role):")
         for username, role, _ in DEMO_USERS:
             self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")
+
+    def _demo_profiles(self) -> int:
+        """Notebook profiles: a quarter GPU for everyone, a whole GPU for staff, a half GPU for DL-101."""
+        image = "quay.io/jupyter/pytorch-notebook:cuda12-python-3.12"
+        rows = [
+            ("quarter-gpu", "Notebook, ¼ RTX 4090", "0.25", "2", "8", "4", ["student", "teacher", "admin"], []),
+            ("whole-gpu", "Notebook, whole RTX 4090", "1", "8", "32", "8", ["teacher", "admin"], []),
+            ("dl101-half", "DL-101 lab, ½ RTX 4090", "0.5", "4", "16", "3", [], ["DL-101"]),
+        ]
+        for slug, name, share, cpu, memory, hours, roles, courses in rows:
+            profile, _ = NotebookProfile.objects.update_or_create(
+                slug=slug,
+                defaults={
+                    "name": name,
+                    "description": "JupyterLab with PyTorch and CUDA 12.",
+                    "image": image,
+                    "gpu_share": Decimal(share),
+                    "cpu": Decimal(cpu),
+                    "memory_gb": Decimal(memory),
+                    "max_session_h": Decimal(hours),
+                    "roles": roles,
+                    "is_active": True,
+                },
+            )
+            profile.courses.set(Course.objects.filter(code__in=courses))
+        # DL-101's students may take half a GPU in their notebooks (the course's quota says so).
+        Quota.objects.update_or_create(
+            course=Course.objects.get(code="DL-101"), defaults={"notebook_gpu_share": Decimal("0.5")}
+        )
+        return len(rows)
 
     def _demo_reservations(self, today: dt.date) -> int:
         """A class tomorrow afternoon, and a whole-lab request waiting for the admin's approval."""

@@ -1,0 +1,152 @@
+"""Reads about notebooks: which profiles a person is offered, which sessions they may see, queue positions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
+from labs.selectors import gpu_hours, gpu_hours_by_user, week_start
+from portal.accounts.models import Course, Role, User
+from portal.accounts.selectors import courses_active_for, effective_quota
+from portal.errors import NotFound
+
+
+def _role_of(user: User) -> str:
+    return Role.ADMIN if user.is_lab_admin else user.role
+
+
+def profiles_offered(user: User) -> list[NotebookProfile]:
+    """Active profiles this person is offered: by role, or by a course they take or teach in term; admins all."""
+    if user is None or not user.is_authenticated:
+        return []
+    profiles = NotebookProfile.objects.filter(is_active=True).prefetch_related("courses")
+    if user.is_lab_admin:
+        return list(profiles)
+    course_ids = set(courses_active_for(user).values_list("id", flat=True))
+    role = _role_of(user)
+    # Roles are a short JSON list; SQLite (the run command) cannot query inside it, and profiles are few.
+    return [
+        profile
+        for profile in profiles
+        if role in (profile.roles or []) or any(course.pk in course_ids for course in profile.courses.all())
+    ]
+
+
+def profiles_startable(user: User) -> list[NotebookProfile]:
+    """Offered profiles within this person's GPU-share quota: what GET /api/v1/profiles/ lists."""
+    share = effective_quota(user).notebook_gpu_share
+    return [profile for profile in profiles_offered(user) if profile.gpu_share <= share]
+
+
+def profiles_editable_by(user: User) -> QuerySet[NotebookProfile]:
+    """Admins manage every profile; teachers those they wrote."""
+    if user.is_lab_admin:
+        return NotebookProfile.objects.all().prefetch_related("courses")
+    if user.is_teacher:
+        return NotebookProfile.objects.filter(created_by=user).prefetch_related("courses")
+    return NotebookProfile.objects.none()
+
+
+def notebooks_visible_to(user: User) -> QuerySet[NotebookSession]:
+    """Students see their own; teachers theirs and their courses' students'; admins all."""
+    sessions = NotebookSession.objects.select_related("user", "profile", "course")
+    if user is None or not user.is_authenticated:
+        return sessions.none()
+    if user.is_lab_admin:
+        return sessions
+    if user.is_teacher:
+        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
+        return sessions.filter(Q(user=user) | Q(user__in=students))
+    return sessions.filter(user=user)
+
+
+def notebook_for(user: User, session_id: int) -> NotebookSession:
+    """The session if `user` may see it; NotFound otherwise (whether or not it exists)."""
+    session = notebooks_visible_to(user).filter(pk=session_id).first()
+    if session is None:
+        raise NotFound("No such notebook.")
+    return session
+
+
+def may_stop(user: User, session: NotebookSession) -> bool:
+    """Its owner, an admin, or a teacher of a course the owner takes."""
+    if session.user_id == user.pk or user.is_lab_admin:
+        return True
+    return user.is_teacher and Course.objects.filter(teachers=user, enrollments__user_id=session.user_id).exists()
+
+
+def queue_order() -> list[int]:
+    """Ids of the queued sessions, first come first served."""
+    return list(
+        NotebookSession.objects.filter(status=NotebookStatus.QUEUED)
+        .order_by("requested_at", "id")
+        .values_list("id", flat=True)
+    )
+
+
+def queue_positions(sessions: list[NotebookSession] | None = None) -> dict[int, int]:
+    """Position (1 = next) of each queued session; pass the sessions to look up only those."""
+    if sessions is not None:
+        queued = [s for s in sessions if s.status == NotebookStatus.QUEUED]
+        if not queued:
+            return {}
+        if len(queued) == 1:
+            one = queued[0]
+            ahead = NotebookSession.objects.filter(status=NotebookStatus.QUEUED).filter(
+                Q(requested_at__lt=one.requested_at) | Q(requested_at=one.requested_at, id__lt=one.id)
+            )
+            return {one.id: ahead.count() + 1}
+    return {session_id: n for n, session_id in enumerate(queue_order(), start=1)}
+
+
+def notebooks_live_of(user: User) -> list[NotebookSession]:
+    """This person's notebooks that are queued, starting, running or stopping, oldest first (the dashboard card)."""
+    return list(
+        NotebookSession.objects.filter(user=user, status__in=(*NOTEBOOK_ACTIVE, NotebookStatus.STOPPING))
+        .select_related("profile")
+        .order_by("requested_at")
+    )
+
+
+def active_count(user: User) -> int:
+    return NotebookSession.objects.filter(user=user, status__in=NOTEBOOK_ACTIVE).count()
+
+
+def notebook_gpu_hours(session: NotebookSession, *, now: dt.datetime | None = None) -> Decimal:
+    """GPU-hours this session has held so far, from the ledger."""
+    from labs.models import Allocation
+
+    now = now or timezone.now()
+    return gpu_hours(Allocation.objects.filter(ref=session.ref), start=session.requested_at, end=now)
+
+
+def course_sessions(teacher: User) -> list[dict]:
+    """The teacher view: per course they teach (admins: every course in term), each student with their live
+    sessions and GPU-hours this week."""
+    now = timezone.now()
+    start = week_start(now)
+    if teacher.is_lab_admin:
+        today = timezone.localdate()
+        courses = Course.objects.filter(term_start__lte=today, term_end__gte=today)
+    else:
+        courses = Course.objects.filter(teachers=teacher)
+    rows = []
+    for course in courses.order_by("code").prefetch_related("enrollments__user"):
+        students = sorted((e.user for e in course.enrollments.all()), key=lambda u: u.username)
+        live: dict[int, list[NotebookSession]] = {}
+        for session in (
+            NotebookSession.objects.filter(user__in=students, status__in=(*NOTEBOOK_ACTIVE, NotebookStatus.STOPPING))
+            .select_related("profile")
+            .order_by("requested_at")
+        ):
+            live.setdefault(session.user_id, []).append(session)
+        used = gpu_hours_by_user([s.pk for s in students], start=start, end=now)
+        people = [
+            {"user": s, "sessions": live.get(s.pk, []), "gpu_hours_week": used.get(s.pk, Decimal(0))} for s in students
+        ]
+        rows.append({"course": course, "people": people, "running": sum(len(p["sessions"]) for p in people)})
+    return rows

@@ -1,0 +1,36 @@
+"""The hub's OAuth client at the portal, written from settings."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from oauth2_provider.models import AbstractApplication, get_application_model
+
+
+def hub_redirect_uri() -> str:
+    return f"{settings.NOTEBOOKS_HUB_PUBLIC_URL}/hub/oauth_callback"
+
+
+def hub_client_sync() -> AbstractApplication:
+    """Create or update the hub's confidential authorization-code client; safe to run again and at once.
+
+    The hub is the lab's own: people already logged in at the portal go straight through (no consent page).
+    Raises ValidationError when the settings make an unusable client (an http redirect URI outside DEBUG).
+    """
+    Application = get_application_model()
+    fields = {
+        "name": "JupyterHub",
+        "user": None,
+        "client_type": Application.CLIENT_CONFIDENTIAL,
+        "authorization_grant_type": Application.GRANT_AUTHORIZATION_CODE,
+        "client_secret": settings.HUB_OAUTH_CLIENT_SECRET,
+        "hash_client_secret": True,
+        "redirect_uris": hub_redirect_uri(),
+        "post_logout_redirect_uris": "",
+        "allowed_origins": "",
+        "skip_authorization": True,
+        "algorithm": Application.RS256_ALGORITHM,
+    }
+    Application(client_id=settings.HUB_OAUTH_CLIENT_ID, **fields).full_clean(validate_unique=False)
+    # update_or_create locks the row, and a concurrent first creation falls back to updating the winner's.
+    application, _ = Application.objects.update_or_create(client_id=settings.HUB_OAUTH_CLIENT_ID, defaults=fields)
+    return application
