@@ -12,6 +12,7 @@ from django import forms
 
 from labs.inventory import RTX_4090_MEMORY_MB
 from labs.models import NotebookProfile
+from labs.notebooks.profiles import PROFILE_FIELDS
 from portal.accounts.models import Course, Role, User
 
 FRACTIONS = [(1 / 8, "⅛"), (1 / 5, "⅕"), (1 / 4, "¼"), (1 / 3, "⅓"), (1 / 2, "½"), (3 / 4, "¾")]
@@ -76,19 +77,7 @@ class NotebookProfileForm(forms.ModelForm):
 
     class Meta:
         model = NotebookProfile
-        fields = [
-            "slug",
-            "name",
-            "description",
-            "image",
-            "gpu_share",
-            "gpu_mem_mb",
-            "cpu",
-            "memory_gb",
-            "max_session_h",
-            "roles",
-            "courses",
-        ]
+        fields = [*PROFILE_FIELDS, "roles", "courses"]
         labels = {
             "gpu_share": "GPU share",
             "gpu_mem_mb": "GPU memory cap (MB)",

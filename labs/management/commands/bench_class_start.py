@@ -21,7 +21,6 @@ import json
 import os
 import random
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ import requests
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-ROOT = Path(settings.BASE_DIR)
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -62,12 +61,6 @@ for n in range(students):
 admin = User.objects.create(username="bench-admin", role=Role.ADMIN)
 print(json.dumps({"students": [token_issue(user=u) for u in people], "admin": token_issue(user=admin)}))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -171,24 +164,12 @@ class Command(BaseCommand):
         from labs.notebooks.localhub import LocalHub
 
         python = sys.executable
-        port = _free_port()
+        port = free_port()
         env = self._env(options, workdir, database_url, port)
         self._say("==> a throwaway database: the lab, one course of students with tokens, a quarter-GPU profile")
-        subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
-            [python, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True, timeout=600
+        tokens = setup_database(
+            env, SETUP, extra_env={"BENCH_STUDENTS": str(options["students"]), "BENCH_GPUS": str(options["gpus"])}
         )
-        setup = subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
-            [python, "manage.py", "shell", "-c", SETUP],
-            cwd=ROOT,
-            env={**env, "BENCH_STUDENTS": str(options["students"]), "BENCH_GPUS": str(options["gpus"])},
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        if setup.returncode != 0:
-            raise CommandError(f"Setting up the benchmark database failed:\n{setup.stderr[-2000:]}")
-        tokens = json.loads(setup.stdout.strip().splitlines()[-1])
 
         self._say("==> JupyterHub (echo spawner) on loopback")
         portal_url = f"http://127.0.0.1:{port}"
@@ -215,35 +196,11 @@ class Command(BaseCommand):
             processes["worker"] = subprocess.Popen(  # noqa: S603 - this interpreter, fixed argv
                 worker, cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT
             )
-            self._wait_up(f"{portal_url}/healthz", processes["web"])
+            wait_up(f"{portal_url}/healthz", processes["web"])
             return self._measure(options, tokens, portal_url, hub)
         finally:
-            for process in processes.values():
-                if process.poll() is None:
-                    process.terminate()
-            for process in processes.values():
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            stop_all(processes, logs, workdir, self._say)
             hub.close()
-            for handle in logs.values():
-                handle.close()
-            for name in logs:
-                text = (workdir / f"{name}.log").read_text(errors="replace")
-                if "Traceback" in text or " ERROR " in text:
-                    self._say(f"--- {name} log (tail) ---\n{text[-3000:]}")
-
-    def _wait_up(self, url: str, server: subprocess.Popen) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise CommandError("The portal stopped while starting; see its log above.")
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310
-                if answer.status == 200:
-                    return
-            time.sleep(0.3)
-        raise CommandError(f"{url} did not answer within a minute.")
 
     # --- the class starts
 
@@ -297,13 +254,17 @@ class Command(BaseCommand):
         accepted = {a["body"]["id"]: a["student"] for a in answers if a["status"] == 202}
         refused_quota = sum(1 for a in answers if a["status"] == 403 and a["body"].get("code") == "quota_exceeded")
 
-        self._say("==> waiting for the lab to settle (nothing starting, nothing stopping)")
+        self._say("==> waiting for the lab to settle (nothing starting or stopping, and a queue only if it is full)")
         admin = {"Authorization": f"Token {tokens['admin']}"}
         deadline = time.monotonic() + options["settle_s"]
         rows: list[dict] = []
         while time.monotonic() < deadline:
             rows = session().get(f"{portal_url}/api/v1/notebooks/?limit=500", headers=admin, timeout=30).json()
-            if not any(row["status"] in ("starting", "stopping") for row in rows):
+            moving = any(row["status"] in ("starting", "stopping") for row in rows)
+            ready_now = sum(1 for row in rows if row["status"] == "ready")
+            waiting = any(row["status"] == "queued" for row in rows)
+            # Settled: nothing on its way, and whoever waits does so because the lab is full.
+            if not moving and (not waiting or ready_now >= options["gpus"] * 4):
                 break
             time.sleep(1.0)
         settled_s = round(time.monotonic() - start - window, 1)

@@ -20,18 +20,16 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-ROOT = Path(settings.BASE_DIR)
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -62,12 +60,6 @@ for n in range(100):
     mix.append(tokens[role][n % len(tokens[role])])
 print(json.dumps(mix))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _tree(pid: int) -> list[int]:
@@ -181,23 +173,11 @@ class Command(BaseCommand):
         env = self._env(options, workdir)
         python = sys.executable
         self._say("==> a throwaway database with the lab, people and tokens")
-        subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
-            [python, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True, timeout=300
+        tokens = setup_database(
+            env, SETUP, extra_env={"BENCH_GPUS": str(options["gpus"]), "BENCH_HELD": str(options["held"])}, timeout=300
         )
-        setup = subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
-            [python, "manage.py", "shell", "-c", SETUP],
-            cwd=ROOT,
-            env={**env, "BENCH_GPUS": str(options["gpus"]), "BENCH_HELD": str(options["held"])},
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if setup.returncode != 0:
-            raise CommandError(f"Setting up the benchmark database failed:\n{setup.stderr[-2000:]}")
-        tokens = json.loads(setup.stdout.strip().splitlines()[-1])
 
-        port = _free_port()
+        port = free_port()
         logs = {name: open(workdir / f"{name}.log", "w") for name in ("server", "collector")}  # noqa: SIM115
         processes: dict[str, subprocess.Popen] = {}
         try:
@@ -211,7 +191,7 @@ class Command(BaseCommand):
                 stdout=logs["server"],
                 stderr=subprocess.STDOUT,
             )
-            self._wait_up(f"http://127.0.0.1:{port}/healthz", processes["server"])
+            wait_up(f"http://127.0.0.1:{port}/healthz", processes["server"])
             rss_idle = _rss_mb(processes["server"].pid)
             processes["collector"] = subprocess.Popen(  # noqa: S603 - this interpreter, our own manage.py
                 [python, "manage.py", "telemetry_collect"],
@@ -223,31 +203,7 @@ class Command(BaseCommand):
             time.sleep(2)
             return self._measure(options, tokens, port, processes, rss_idle)
         finally:
-            for process in processes.values():
-                if process.poll() is None:
-                    process.terminate()
-            for process in processes.values():
-                try:
-                    process.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-            for handle in logs.values():
-                handle.close()
-            for name in logs:
-                text = (workdir / f"{name}.log").read_text(errors="replace")
-                if "Traceback" in text or "ERROR" in text:
-                    self._say(f"--- {name} log (tail) ---\n{text[-3000:]}")
-
-    def _wait_up(self, url: str, server: subprocess.Popen) -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if server.poll() is not None:
-                raise CommandError("The server stopped while starting; see its log above.")
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as answer:  # noqa: S310
-                if answer.status == 200:
-                    return
-            time.sleep(0.3)
-        raise CommandError(f"{url} did not answer within a minute.")
+            stop_all(processes, logs, workdir, self._say)
 
     def _measure(self, options, tokens, port, processes, rss_idle) -> dict:
         server = processes["server"]
