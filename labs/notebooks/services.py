@@ -345,7 +345,7 @@ def _drive_stops(client: HubClient, report: PassReport, now: dt.datetime) -> Non
 def _follow_starting(
     client: HubClient, servers: dict[tuple[str, str], ServerState], report: PassReport, now: dt.datetime
 ) -> None:
-    for session in NotebookSession.objects.filter(status=NotebookStatus.STARTING).select_related("profile"):
+    for session in NotebookSession.objects.filter(status=NotebookStatus.STARTING).select_related("profile", "user"):
         state = servers.get((session.hub_user, session.server_name))
         started_for = (now - (session.starting_at or now)).total_seconds()
         if state is not None and state.ready:
@@ -392,7 +392,9 @@ def _upkeep(servers: dict[tuple[str, str], ServerState], report: PassReport, now
     latest = store.read_latest()["gpus"]
     idle_after = dt.timedelta(minutes=settings.NOTEBOOKS_IDLE_MIN)
     warn_ahead = dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN)
+    # Per person, once a pass: someone may have several notebooks.
     used_by: dict[int, Decimal] = {}
+    allowed_by: dict[int, Decimal] = {}
     for session in NotebookSession.objects.filter(status=NotebookStatus.READY).select_related("profile", "user"):
         state = servers.get((session.hub_user, session.server_name))
         if state is None:
@@ -457,7 +459,9 @@ def _upkeep(servers: dict[tuple[str, str], ServerState], report: PassReport, now
             if session.user_id not in used_by:
                 used_by[session.user_id] = week_gpu_hours(session.user, now=now)
             used = used_by[session.user_id]
-            allowed = effective_quota(session.user).gpu_hours_week
+            if session.user_id not in allowed_by:
+                allowed_by[session.user_id] = effective_quota(session.user).gpu_hours_week
+            allowed = allowed_by[session.user_id]
             week = week_start(now).date().isoformat()
             if allowed > 0 and used * 100 >= allowed * settings.NOTEBOOKS_QUOTA_WARN_PCT:
                 report.warned += notice_send(
