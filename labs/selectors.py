@@ -91,15 +91,19 @@ def _running(user: User, kind: str) -> int:
     return Allocation.objects.filter(user=user, kind=kind, ends_at__isnull=True).values("ref").distinct().count()
 
 
+def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:
+    """GPU-hours this person used this week, notebooks and jobs together (reservations are not use)."""
+    now = now or timezone.now()
+    return gpu_hours(
+        Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=week_start(now), end=now
+    )
+
+
 def usage_of(user: User, *, now: dt.datetime | None = None) -> dict[str, object]:
     now = now or timezone.now()
     start = week_start(now)
     return {
-        "gpu_hours_week": float(
-            gpu_hours(
-                Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=start, end=now
-            )
-        ),
+        "gpu_hours_week": float(week_gpu_hours(user, now=now)),
         "notebooks_running": _running(user, AllocationKind.NOTEBOOK),
         "jobs_running": _running(user, AllocationKind.JOB),
         "week_started_at": start,

@@ -36,8 +36,8 @@ from labs.notebooks.services import (
     notebook_request,
     notebook_stop,
     notebooks_stop_course,
-    week_gpu_hours,
 )
+from labs.selectors import week_gpu_hours
 from portal.accounts.selectors import effective_quota
 from portal.errors import NotFound, PortalError
 

@@ -129,12 +129,6 @@ class HubClient:
 
     # --- the calls
 
-    def version(self) -> str:
-        response = self._call("GET", "/")
-        if response.status_code != 200:
-            raise self._failed(response, "answer")
-        return str(response.json().get("version", ""))
-
     def ensure_user(self, name: str) -> None:
         """Create the hub user on their first notebook. Hub admin rights come only from the login (portal admins)."""
         response = self._call("GET", self._path(name))
@@ -212,10 +206,3 @@ def hub() -> HubClient:
     return HubClient(
         settings.NOTEBOOKS_HUB_API_URL, settings.NOTEBOOKS_HUB_TOKEN, timeout_s=settings.NOTEBOOKS_HUB_TIMEOUT_S
     )
-
-
-def close() -> None:
-    session = getattr(_local, "session", None)
-    if session is not None:
-        session.close()
-        _local.session = None

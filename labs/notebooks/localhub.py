@@ -17,7 +17,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import requests
+
+from labs.benchkit import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFIG = ROOT / "deploy" / "jupyterhub" / "jupyterhub_config.py"
@@ -43,12 +44,6 @@ class HubNotInstalled(RuntimeError):
 
 class HubFailed(RuntimeError):
     """The hub did not come up (the message ends with the tail of its log)."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def jupyterhub_command() -> str:

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from decimal import Decimal
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
-from labs.selectors import gpu_hours, gpu_hours_by_user, week_start
-from portal.accounts.models import Course, Role, User
-from portal.accounts.selectors import courses_active_for, effective_quota
+from labs.selectors import gpu_hours_by_user, week_start
+from portal.accounts.models import Course, User
+from portal.accounts.selectors import courses_active_for, effective_quota, role_of
 from portal.errors import NotFound
-
-
-def _role_of(user: User) -> str:
-    return Role.ADMIN if user.is_lab_admin else user.role
 
 
 def profiles_offered(user: User) -> list[NotebookProfile]:
@@ -27,7 +22,7 @@ def profiles_offered(user: User) -> list[NotebookProfile]:
     if user.is_lab_admin:
         return list(profiles)
     course_ids = set(courses_active_for(user).values_list("id", flat=True))
-    role = _role_of(user)
+    role = role_of(user)
     # Roles are a short JSON list; SQLite (the run command) cannot query inside it, and profiles are few.
     return [
         profile
@@ -110,18 +105,6 @@ def notebooks_live_of(user: User) -> list[NotebookSession]:
         .select_related("profile")
         .order_by("requested_at")
     )
-
-
-def active_count(user: User) -> int:
-    return NotebookSession.objects.filter(user=user, status__in=NOTEBOOK_ACTIVE).count()
-
-
-def notebook_gpu_hours(session: NotebookSession, *, now: dt.datetime | None = None) -> Decimal:
-    """GPU-hours this session has held so far, from the ledger."""
-    from labs.models import Allocation
-
-    now = now or timezone.now()
-    return gpu_hours(Allocation.objects.filter(ref=session.ref), start=session.requested_at, end=now)
 
 
 def course_sessions(teacher: User) -> list[dict]:

@@ -30,7 +30,7 @@ from labs.models import (
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import may_stop, profiles_offered
 from labs.placement import Claim, NoCapacity, allocate, course_ids_of
-from labs.selectors import gpu_hours, week_start
+from labs.selectors import week_gpu_hours, week_start
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
@@ -65,14 +65,6 @@ def _share(value: Decimal) -> str:
 
 def _hours(value: Decimal | float) -> str:
     return f"{Decimal(value).quantize(Decimal('0.1'))}"
-
-
-def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:
-    """GPU-hours this person used this week, notebooks and jobs together, from the ledger."""
-    now = now or timezone.now()
-    return gpu_hours(
-        Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=week_start(now), end=now
-    )
 
 
 def hub_name(user: User) -> str:

@@ -85,7 +85,8 @@ def people_by_role() -> dict[str, int]:
     return {role: counts.get(role, 0) for role in Role.values}
 
 
-def _role_of(user: User) -> str:
+def role_of(user: User) -> str:
+    """The role whose policy applies: a superuser counts as an admin."""
     return Role.ADMIN if user.is_lab_admin else user.role
 
 
@@ -133,7 +134,7 @@ def _apply(quota: Quota | None, values: dict, sources: dict, label: str) -> None
 
 
 def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
-    role = _role_of(user)
+    role = role_of(user)
     values: dict[str, int | Decimal] = dict(ROLE_DEFAULTS[role])
     sources = {name: "default" for name in values}
 
