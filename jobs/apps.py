@@ -6,6 +6,7 @@ class JobsConfig(AppConfig):
     verbose_name = "Training jobs"
 
     def ready(self) -> None:
+        from jobs import checks  # noqa: F401 - registers the deploy checks
         from jobs.signals import on_allocations_ended
         from labs.signals import allocations_ended
 

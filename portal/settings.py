@@ -221,7 +221,15 @@ if INVENTORY_BACKEND == "kubernetes":
 
 # --- Training jobs
 # Where jobs run: subprocesses on this machine (local: the run command, the demo, tests) or batch/v1 Jobs.
-JOBS_BACKEND = envchoice("JOBS_BACKEND", "local", ("local", "kubernetes"))
+# Outside DEBUG the cluster, unless SINGLE_MACHINE_LAB (see "Where user code runs" below).
+JOBS_BACKEND = envchoice("JOBS_BACKEND", "local" if DEBUG else "kubernetes", ("local", "kubernetes"))
+# Local jobs run sandboxed (jobs/backends/sandbox.py: bubblewrap, no network, none of the portal's files): as this
+# user when the portal runs as root, with each rank's log capped at JOBS_LOG_MAX_BYTES and at most this many
+# processes of that user.
+JOBS_LOCAL_UID = envint("JOBS_LOCAL_UID", 65534, minimum=1)
+JOBS_LOCAL_GID = envint("JOBS_LOCAL_GID", 65534, minimum=1)
+JOBS_LOCAL_MAX_PROCESSES = envint("JOBS_LOCAL_MAX_PROCESSES", 4096, minimum=16)
+JOBS_LOG_MAX_BYTES = envint("JOBS_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 JOBS_NAMESPACE = envstr("JOBS_NAMESPACE", "gpu-lab-jobs")
 # Local backend: one directory per job attempt (pid, exit status, log) and per job (checkpoints).
 JOBS_LOCAL_DIR = Path(envstr("JOBS_LOCAL_DIR", str(VAR_DIR / "jobs")))
@@ -344,6 +352,20 @@ if not HUB_OAUTH_CLIENT_SECRET:
     if not DEBUG:
         raise ImproperlyConfigured("HUB_OAUTH_CLIENT_SECRET (the hub's OAuth client secret) must be set.")
     HUB_OAUTH_CLIENT_SECRET = "insecure-development-hub-oauth-secret"  # noqa: S105
+
+# --- Where user code runs
+# Students' jobs and notebooks run on the cluster (JOBS_BACKEND=kubernetes, HUB_SPAWNER=kubernetes: the hub's
+# spawner, which compose passes to the hub and the portal alike). "local" runs them as processes on this machine,
+# always in a bubblewrap sandbox (jobs/backends/sandbox.py): for development (DEBUG) and, declared with
+# SINGLE_MACHINE_LAB=true, a lab that is one machine. Anything else outside DEBUG refuses to start.
+SINGLE_MACHINE_LAB = envbool("SINGLE_MACHINE_LAB", default=False)
+HUB_SPAWNER = envchoice("HUB_SPAWNER", "local" if DEBUG else "kubernetes", ("local", "echo", "kubernetes"))
+for _name, _value in (("JOBS_BACKEND", JOBS_BACKEND), ("HUB_SPAWNER", HUB_SPAWNER)):
+    if _value == "local" and not DEBUG and not SINGLE_MACHINE_LAB:
+        raise ImproperlyConfigured(
+            f"{_name}=local runs students' code on this machine: outside DEBUG use kubernetes, or declare a lab "
+            "that is one machine with SINGLE_MACHINE_LAB=true (local jobs and notebooks, always sandboxed)."
+        )
 
 # --- Static files ----------------------------------------------------------------------
 

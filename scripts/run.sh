@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/_venv.sh
 ensure_venv hub
+# Local jobs and notebooks run only in a bubblewrap sandbox (never as the portal): Debian's bubblewrap.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "==> installing bubblewrap"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends bubblewrap
+fi
 # Notebooks: JupyterHub's proxy (configurable-http-proxy) from npm, with Debian's Node.js if there is none.
 if [ ! -x node_modules/.bin/configurable-http-proxy ]; then
   if ! command -v npm >/dev/null 2>&1; then

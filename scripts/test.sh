@@ -10,6 +10,8 @@ missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# bubblewrap: local jobs and notebooks run only in its sandbox (jobs/backends/sandbox.py).
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

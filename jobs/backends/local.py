@@ -6,9 +6,14 @@ knows is in that directory (spec, pids, exit status, logs), so a restarted worke
 one stopped, and a dispatch that runs twice never starts the attempt twice: the runner holds a lock on
 the directory for its whole life and refuses to run an attempt that is running or finished.
 
-Each rank runs the job's argv (never a shell) with a small environment of its own (not the worker's: no
-secrets leak), CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it, the torchrun rendezvous
-variables on 127.0.0.1, and its output in rank-N.log. The container image is recorded but not used.
+Each rank runs the job's argv (never a shell) in a bubblewrap sandbox (sandbox.py): as an unprivileged user
+(JOBS_LOCAL_UID), seeing only the system's programs, its Python, its work dir and checkpoints (writable) and
+its datasets (read-only), never the portal's files, processes, database or sockets; with a loopback of its
+own per attempt (the torchrun rendezvous variables on 127.0.0.1 work between its ranks), a small environment
+of its own (not the worker's: no secrets leak), CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it,
+rlimits on CPU time, memory, processes and file size, and its output in rank-N.log, capped at
+JOBS_LOG_MAX_BYTES. Without bwrap a job is refused, never run unsandboxed. The container image is recorded
+but not used.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from jobs.backends import sandbox
 from jobs.backends.base import JobRef, JobSpec, JobStatus, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from portal.errors import BackendError
@@ -94,11 +100,15 @@ class LocalJobs:
         problems = spec.problems()
         if problems:
             raise BackendError(f"Job {spec.name} cannot be created: {'; '.join(problems)}.", retryable=False)
+        why = sandbox.missing()
+        if why is not None:
+            raise BackendError(f"Job {spec.name} cannot run on this machine: {why}", retryable=False)
         directory = self._dir(spec.ref)
         try:
             (directory / "work").mkdir(parents=True, exist_ok=True)
             if spec.checkpoint:
                 self.checkpoint_dir(spec.job_id).mkdir(parents=True, exist_ok=True)
+            self._give_to_job(directory / "work", self.checkpoint_dir(spec.job_id) if spec.checkpoint else None)
             with self._launch_lock(directory):
                 if (directory / "exit.json").exists() or self._runner_alive(directory):
                     return self.status(spec.ref)
@@ -110,6 +120,27 @@ class LocalJobs:
         except OSError as exc:
             raise BackendError(f"Could not start job {spec.name} here: {exc}", retryable=True) from exc
         return self.status(spec.ref)
+
+    @staticmethod
+    def _give_to_job(*paths: Path | None) -> None:
+        """A portal running as root runs jobs as JOBS_LOCAL_UID: their writable dirs must be theirs."""
+        if os.geteuid() != 0:
+            return
+        for path in paths:
+            if path is not None:
+                os.chown(path, settings.JOBS_LOCAL_UID, settings.JOBS_LOCAL_GID)
+
+    def _limits(self, spec: JobSpec) -> dict:
+        """rlimits of each rank, from the cluster's per-GPU shares: CPU seconds over its runtime, memory, files."""
+        share = settings.JOBS_CPU_PER_GPU.strip()
+        cpus = int(share[:-1]) / 1000 if share.endswith("m") else float(share)
+        return {
+            "cpu": int(spec.max_runtime_s * cpus * spec.gpus_per_node) + 60,
+            "data": sandbox.quantity(settings.JOBS_MEMORY_PER_GPU) * spec.gpus_per_node,
+            "fsize": sandbox.quantity(settings.JOBS_CHECKPOINT_SIZE),
+            "nproc": settings.JOBS_LOCAL_MAX_PROCESSES,
+            "core": 0,
+        }
 
     def _runner_spec(self, spec: JobSpec, directory: Path) -> dict:
         port = _free_port() if spec.nodes > 1 else int(settings.JOBS_MASTER_PORT)
@@ -128,10 +159,14 @@ class LocalJobs:
             "NNODES": str(spec.nodes),
             "NPROC_PER_NODE": str(spec.gpus_per_node),
         }
+        writable, readable = [str(directory / "work")], []
         if spec.checkpoint:
             base["CHECKPOINT_DIR"] = str(self.checkpoint_dir(spec.job_id))
+            writable.append(base["CHECKPOINT_DIR"])
         for dataset in spec.datasets:
             base[dataset.env_name] = dataset.local_path or dataset.path
+            if os.path.isabs(base[dataset.env_name]):
+                readable.append(base[dataset.env_name])
         ranks = []
         for rank in range(spec.nodes):
             gpus = spec.gpu_indices[rank] if spec.gpu_indices else ()
@@ -144,6 +179,14 @@ class LocalJobs:
             "max_runtime_s": spec.max_runtime_s,
             "grace_s": self.grace_s,
             "ranks": ranks,
+            "log_max_bytes": settings.JOBS_LOG_MAX_BYTES,
+            "sandbox": {
+                "uid": settings.JOBS_LOCAL_UID,
+                "gid": settings.JOBS_LOCAL_GID,
+                "writable": writable,
+                "readable": readable,
+                "limits": self._limits(spec),
+            },
         }
 
     def _spawn(self, directory: Path, *args: str) -> int:

@@ -4,9 +4,10 @@ Usage: python local_runner.py DIR [--reap]
 
 It takes an exclusive lock on DIR/run.lock for as long as it lives, so one attempt never runs twice: a
 second runner finds the lock taken (prints "busy") or the attempt finished (prints "done") and leaves.
-Otherwise it prints "ok", detaches (double fork, new session), starts one process per rank from
-DIR/spec.json (argv, never a shell; own process group; output to DIR/rank-N.log), records their pids in
-DIR/state.json, and watches them:
+Otherwise it prints "ok", detaches (double fork, new session), enters a network namespace of its own (only a
+loopback, shared by the attempt's ranks), starts one process per rank from DIR/spec.json (argv, never a
+shell, inside the bubblewrap sandbox of sandbox.py with the spec's rlimits; own process group; output through
+a pipe to DIR/rank-N.log, which stops at log_max_bytes), records their pids in DIR/state.json, and watches them:
 - a rank that fails stops the others (the attempt fails, as a Kubernetes Job with backoffLimit 0 does);
 - past max_runtime_s, or when DIR/stop appears (cancel), every rank gets SIGTERM, then SIGKILL after the
   grace period;
@@ -20,13 +21,23 @@ import contextlib
 import fcntl
 import json
 import os
+import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+if __package__:
+    from jobs.backends import sandbox
+else:  # run as a script: its own directory is on sys.path
+    import sandbox
+
 POLL_S = 0.1
+# After the last rank ended, how long what its leftovers wrote is still read into the log.
+DRAIN_S = 2.0
+TRUNCATED = "[log truncated at {} bytes (JOBS_LOG_MAX_BYTES): the rest of this rank's output was dropped]\n"
 # Status probes take the run lock for an instant to see whether a runner holds it.
 LOCK_WAIT_S = 2.0
 
@@ -64,6 +75,33 @@ def signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
+def terminate(pgid: int) -> None:
+    """SIGTERM to a rank's processes but its leader, the sandbox (bwrap), which would die of it at once and end
+    the rank before the job could write its checkpoint; the sandbox ends when the job does."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == pgid:
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry.name), signal.SIGTERM)
+
+
+def pump(logs: list, timeout: float) -> None:
+    """Wait up to timeout for output of any rank and copy it to the logs."""
+    open_logs = {log.fd: log for log in logs if log.fd >= 0}
+    if not open_logs:
+        time.sleep(timeout)
+        return
+    ready, _, _ = select.select(list(open_logs), [], [], timeout)
+    for fd in ready:
+        open_logs[fd].pump()
+
+
 def take(lock) -> bool:
     """The run lock, waiting out the instant a status probe holds it; False if another runner has it."""
     until = time.monotonic() + LOCK_WAIT_S
@@ -93,38 +131,114 @@ def stop_requested(root: Path) -> float | None:
     return float(stop.get("grace_s", 0))
 
 
+def cannot_start(root: Path, spec: dict, started_at: float, why: str) -> dict:
+    for rank in spec["ranks"]:
+        with open(root / f"rank-{rank['rank']}.log", "ab") as log:
+            log.write(f"{why}\n".encode())
+    return {
+        "phase": "failed",
+        "reason": "cannot_start",
+        "message": why,
+        "exit_codes": [],
+        "started_at": started_at,
+    }
+
+
+class RankLog:
+    """A rank's output, from its pipe to DIR/rank-N.log, which stops growing at max_bytes with one line saying so."""
+
+    def __init__(self, path: Path, fd: int, max_bytes: int) -> None:
+        self.fd = fd
+        self.out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+        self.room = max_bytes if max_bytes > 0 else None
+        self.max_bytes = max_bytes
+        self.ends_line = True
+        os.set_blocking(fd, False)
+
+    def pump(self) -> bool:
+        """Copy what the pipe holds; False once it is closed (the rank and its children are gone)."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                self.close()
+                return False
+            self.write(chunk)
+
+    def write(self, chunk: bytes) -> None:
+        if self.room is None:
+            os.write(self.out, chunk)
+            return
+        if self.room <= 0:
+            return  # past the cap: read and dropped, so the job never blocks on a full pipe
+        kept = chunk[: self.room]
+        self.room -= len(chunk)
+        os.write(self.out, kept)
+        self.ends_line = kept.endswith(b"\n")
+        if self.room < 0:
+            newline = b"" if self.ends_line else b"\n"
+            os.write(self.out, newline + TRUNCATED.format(self.max_bytes).encode())
+
+    def close(self) -> None:
+        for fd in (self.fd, self.out):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.fd = self.out = -1
+
+
 def run(root: Path) -> dict:
     spec = json.loads((root / "spec.json").read_text())
     started_at = time.time()
+    box = spec.get("sandbox") or {}
+    why = sandbox.missing()
+    if why is not None:
+        return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {why}")
+    first_env = spec["ranks"][0]["env"]
+    if shutil.which(spec["argv"][0], path=first_env.get("PATH", os.defpath)) is None:
+        return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: No such file or directory")
+    try:
+        # One loopback per attempt, shared by its ranks (their rendezvous), and none of this machine's services.
+        sandbox.enter_private_network()
+    except OSError as exc:
+        return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r} sandboxed: {exc.strerror}")
+    argv = sandbox.command(
+        spec["argv"],
+        cwd=spec["cwd"],
+        writable=box.get("writable", [spec["cwd"]]),
+        readable=box.get("readable", []),
+        uid=int(box.get("uid", sandbox.NOBODY)),
+        gid=int(box.get("gid", sandbox.NOBODY)),
+        hostname=root.name,
+    )
+    limits = sandbox.limiter(box.get("limits", {}))
     procs: list[subprocess.Popen] = []
+    logs: list[RankLog] = []
     for rank in spec["ranks"]:
-        log = open(root / f"rank-{rank['rank']}.log", "ab")  # noqa: SIM115 - the child keeps it
+        reader, writer = os.pipe()
         try:
             procs.append(
-                subprocess.Popen(  # noqa: S603 - argv from the portal's job spec, never a shell
-                    spec["argv"],
+                subprocess.Popen(  # noqa: S603 - bwrap, then argv from the portal's job spec, never a shell
+                    argv,
                     env=rank["env"],
-                    cwd=spec["cwd"],
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    stdout=writer,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    preexec_fn=limits,  # noqa: PLW1509 - the runner has one thread
                 )
             )
         except OSError as exc:
-            log.write(f"cannot start {spec['argv'][0]!r}: {exc.strerror}\n".encode())
-            log.close()
+            os.close(reader)
+            os.close(writer)
             for proc in procs:
                 signal_group(proc.pid, signal.SIGKILL)
-            return {
-                "phase": "failed",
-                "reason": "cannot_start",
-                "message": f"cannot start {spec['argv'][0]!r}: {exc.strerror}",
-                "exit_codes": [],
-                "started_at": started_at,
-            }
-        log.close()
+            return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {exc.strerror}")
+        os.close(writer)
+        logs.append(RankLog(root / f"rank-{rank['rank']}.log", reader, int(spec.get("log_max_bytes", 0))))
     ranks = [
         {"rank": rank["rank"], "pid": proc.pid, "pgid": proc.pid}
         for rank, proc in zip(spec["ranks"], procs, strict=True)
@@ -151,17 +265,22 @@ def run(root: Path) -> dict:
             if reason is not None:
                 for proc, code in zip(procs, codes, strict=True):
                     if code is None:
-                        signal_group(proc.pid, signal.SIGTERM)
+                        terminate(proc.pid)
                 kill_at = now + grace
         elif kill_at is not None and now >= kill_at:
             for proc, code in zip(procs, codes, strict=True):
                 if code is None:
                     signal_group(proc.pid, signal.SIGKILL)
             kill_at = None
-        time.sleep(POLL_S)
-    # Leftovers of a rank (its children) go with it.
+        pump(logs, POLL_S)
+    # Leftovers of a rank (its children) go with it, and what they wrote last goes to the log.
     for proc in procs:
         signal_group(proc.pid, signal.SIGKILL)
+    drain_until = time.monotonic() + DRAIN_S
+    while any(log.fd >= 0 for log in logs) and time.monotonic() < drain_until:
+        pump(logs, POLL_S)
+    for log in logs:
+        log.close()
     exit_codes = [code if code >= 0 else 128 - code for code in (proc.returncode for proc in procs)]
     if reason is None:
         reason = "completed" if all(code == 0 for code in exit_codes) else "failed"

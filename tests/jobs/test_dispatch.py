@@ -71,8 +71,11 @@ def test_a_failing_job_is_failed_with_its_exit_code(local_backend, sam, django_c
 
 def test_a_dispatch_interrupted_after_create_is_completed_by_redelivery_and_runs_once(local_backend, sam, tmp_path):
     """The worker died after backend.create and before the database heard of it; the broker re-delivers."""
-    marker = tmp_path / "runs.txt"
-    job = python_job(sam, f"open({str(marker)!r}, 'a').write('ran\\n')")
+    # A job writes only in its own directories (the sandbox): the checkpoints outlive the attempt.
+    job = python_job(
+        sam, "import os; open(os.path.join(os.environ['CHECKPOINT_DIR'], 'runs.txt'), 'a').write('ran\\n')"
+    )
+    marker = local_backend.checkpoint_dir(job.pk) / "runs.txt"
     scheduling_pass()  # on_commit callbacks do not run here: dispatch is not sent
     job.refresh_from_db()
     assert job.state == JobState.STARTING
@@ -253,12 +256,11 @@ def test_a_worker_killed_mid_dispatch_dispatches_the_job_exactly_once(tmp_path, 
     settings.JOBS_LOCAL_DIR = tmp_path / "jobs"
     ImageRuleFactory()
     lab(1)
-    runs = tmp_path / "runs.txt"
     job = Job.objects.create(
         owner=UserFactory(username="sam"),
         name="once",
         image=IMAGE,
-        command=["python", "-c", f"open({str(runs)!r}, 'a').write('ran\\n')"],
+        command=["python", "-c", "import os; open(os.environ['CHECKPOINT_DIR'] + '/runs.txt', 'a').write('ran\\n')"],
         gpus_per_node=1,
         max_runtime_s=600,
         state=JobState.STARTING,
@@ -266,6 +268,7 @@ def test_a_worker_killed_mid_dispatch_dispatches_the_job_exactly_once(tmp_path, 
         node_names=["gpu01"],
         gpu_indices=[[0]],
     )
+    runs = tmp_path / "jobs" / "checkpoints" / f"job-{job.pk}-checkpoint" / "runs.txt"
     db = settings.DATABASES["default"]
     queue = f"test-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "crashed"

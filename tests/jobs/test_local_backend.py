@@ -144,9 +144,13 @@ def test_max_runtime_is_enforced(backend):
     assert status.exit_codes == (128 + signal.SIGTERM,)
 
 
-def test_create_twice_runs_once(backend, tmp_path):
-    marker = tmp_path / "runs"
-    spec = python(f"open({str(marker)!r}, 'a').write('ran\\n')")
+# A job writes only in its own directories: the checkpoints outlive the attempt, so the marker goes there.
+COUNT_RUNS = "import os; open(os.path.join(os.environ['CHECKPOINT_DIR'], 'runs'), 'a').write('ran\\n')"
+
+
+def test_create_twice_runs_once(backend):
+    spec = python(COUNT_RUNS)
+    marker = backend.checkpoint_dir(spec.job_id) / "runs"
     threads = [threading.Thread(target=backend.create, args=(spec,)) for _ in range(4)]
     for thread in threads:
         thread.start()
@@ -158,9 +162,9 @@ def test_create_twice_runs_once(backend, tmp_path):
     assert marker.read_text() == "ran\n"
 
 
-def test_a_dispatch_killed_before_the_runner_started_loses_nothing(backend, tmp_path):
-    marker = tmp_path / "runs"
-    spec = python(f"open({str(marker)!r}, 'a').write('ran\\n')")
+def test_a_dispatch_killed_before_the_runner_started_loses_nothing(backend):
+    spec = python(COUNT_RUNS)
+    marker = backend.checkpoint_dir(spec.job_id) / "runs"
     # The worker died after writing the spec and before starting the runner.
     directory = backend.root / spec.name
     (directory / "work").mkdir(parents=True)
