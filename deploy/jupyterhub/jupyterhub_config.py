@@ -27,10 +27,13 @@ Environment (a required one missing stops the hub with a sentence saying which):
     HUB_CONCURRENT_SPAWN_LIMIT  spawns in flight before the hub answers 429; default 50 (the portal keeps to 20)
     HUB_POLL_INTERVAL_S         how often the hub checks each server is alive; default 30
     HUB_START_TIMEOUT_S         how long a spawner may take to start; default 600 (kubernetes: image pulls), else 60
-    HUB_SPAWNER                 "local" (default): real single-user servers on this machine (JupyterLab);
+    HUB_SPAWNER                 "local" (default): real single-user servers on this machine (JupyterLab), each
+                                in the portal checkout's bubblewrap sandbox (portal_hub/spawners.py): for the
+                                run command, the tests and a lab that is one machine (SINGLE_MACHINE_LAB);
                                 "echo": in-process HTTP responders (benchmarks, tests);
                                 "kubernetes": KubeSpawner on the lab's cluster
     HUB_ECHO_START_DELAY_S      echo only: seconds each start takes; default 0
+    HUB_LOCAL_UID, HUB_LOCAL_GID  local only: the user a hub running as root runs servers as; default 65534 (nobody)
   With HUB_SPAWNER=kubernetes:
     HUB_NAMESPACE               where notebook pods and home volumes live; default gpu-lab-notebooks
     HUB_GPU_SHARING             timeslice (default), hami or none: how a GPU share becomes a resource request
@@ -233,10 +236,15 @@ if spawner_kind == "kubernetes":
     c.KubeSpawner.volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": "{pvc_name}"}}]
     c.KubeSpawner.volume_mounts = [{"name": "home", "mountPath": "/home/jovyan"}]
 elif spawner_kind == "local":
+    from portal_hub.spawners import load_sandbox
+
+    load_sandbox()  # stops the hub with a sentence if servers could not run sandboxed (never unsandboxed)
     c.JupyterHub.spawner_class = "portal_hub.spawners.LocalSpawner"
-    # jupyterhub-singleuser with JupyterLab from the hub's own environment (the portal's .venv).
+    # jupyterhub-singleuser with JupyterLab from the hub's own environment (the portal's .venv), in the sandbox
+    # as an unprivileged user (HUB_LOCAL_UID/GID when the hub runs as root; default nobody).
     c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
-    c.Spawner.args = ["--allow-root"] if os.geteuid() == 0 else []
+    c.LocalSpawner.sandbox_uid = _int("HUB_LOCAL_UID", 65534, minimum=1)
+    c.LocalSpawner.sandbox_gid = _int("HUB_LOCAL_GID", 65534, minimum=1)
     c.SimpleLocalProcessSpawner.home_dir_template = str(data_dir / "homes" / "{username}")
     # Kept in the hub's process group, so whoever stops that group stops the notebooks too.
     c.LocalProcessSpawner.popen_kwargs = {"start_new_session": False}

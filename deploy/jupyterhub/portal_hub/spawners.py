@@ -1,5 +1,12 @@
 """Spawners for the run command and the tests: real single-user servers on this machine, or echo responders.
 
+A local server never runs as the hub: `LocalSpawner` starts it in the portal's bubblewrap sandbox
+(jobs/backends/sandbox.py in the checkout: an unprivileged user, only the Python, the student's home and a socket
+directory, own pid and network namespaces, a new session, killed with the hub). Its network is a loopback of its
+own; relay.py inside and the spawner outside carry exactly two things through unix sockets: the proxy's requests
+to the server and the server's requests to the hub API. PostgreSQL, Redis or anything else on the machine's
+loopback is out of reach.
+
 Both end a session when its time is up (the portal's ``max_seconds``): the hub polls every server every
 ``poll_interval`` seconds, and a server past its end is stopped by that poll and reported gone, which makes the hub
 remove it as if it had exited. (On the cluster the pod's activeDeadlineSeconds does the same.)
@@ -8,17 +15,71 @@ remove it as if it had exited. (On the cluster the pod's activeDeadlineSeconds d
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib.util
 import json
+import os
+import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from jupyterhub import __version__ as jupyterhub_version
 from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
+from jupyterhub.utils import random_port
 from tornado import web
 from tornado.escape import xhtml_escape
 from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
-from traitlets import Float, Unicode
+from traitlets import Float, Integer, Unicode
+
+HERE = Path(__file__).resolve().parent
+RELAY = HERE / "relay.py"
+# The portal checkout's sandbox (standard library only), shared with the local job runner.
+SANDBOX = HERE.parent.parent.parent / "jobs" / "backends" / "sandbox.py"
+
+
+def load_sandbox() -> Any:
+    """The sandbox module, or SystemExit with a sentence (local servers never run unsandboxed)."""
+    if not SANDBOX.exists():
+        raise SystemExit(
+            f"HUB_SPAWNER=local runs notebooks in the portal's sandbox ({SANDBOX} in the portal's checkout), which "
+            "is not here: run the hub from the checkout (manage.py run_hub) or use HUB_SPAWNER=kubernetes."
+        )
+    spec = importlib.util.spec_from_file_location("portal_sandbox", SANDBOX)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    why = module.missing()
+    if why is not None:
+        raise SystemExit(f"HUB_SPAWNER=local: {why}")
+    return module
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (OSError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.close()
+
+
+def _forward(connect):
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await connect()
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+    return handle
 
 
 class SessionClock:
@@ -127,12 +188,80 @@ class EchoSpawner(SessionClock, Spawner):
 
 
 class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
-    """Real `jupyterhub-singleuser` processes on this machine (no isolation: development and tests only)."""
+    """Real `jupyterhub-singleuser` processes on this machine, each in the sandbox (see the module's docstring)."""
+
+    sandbox_uid = Integer(65534, config=True, help="The user servers run as (the hub running as root drops to it).")
+    sandbox_gid = Integer(65534, config=True, help="Its group.")
+    max_processes = Integer(1024, config=True, help="RLIMIT_NPROC of a server.")
+
+    _relays: list[asyncio.base_events.Server] | None = None
+
+    def _socket_dir(self) -> Path:
+        # Short (a unix socket path has at most 107 bytes): beside the homes, one per server.
+        return Path(self.home_dir).parent.parent / "run" / f"{self.user.id}-{self.name or 'default'}"
 
     async def start(self) -> Any:
-        url = await super().start()
+        sandbox = load_sandbox()
+        if self.port == 0:
+            self.port = random_port()
+        env = self.get_env()
+        hub = urlsplit(env.get("JUPYTERHUB_API_URL", ""))
+        if hub.hostname not in ("127.0.0.1", "localhost") or not hub.port:
+            url = env.get("JUPYTERHUB_API_URL")
+            raise RuntimeError(f"a sandboxed server reaches the hub on loopback only, not {url}")
+        home, sockets = Path(self.home_dir), self._socket_dir()
+        shutil.rmtree(sockets, ignore_errors=True)
+        for path in (home, sockets):
+            path.mkdir(parents=True, exist_ok=True)
+            if os.geteuid() == 0:
+                os.chown(path, self.sandbox_uid, self.sandbox_gid)
+        await self._start_relays(sockets, hub.port)
+        command = [sys.executable, str(RELAY), str(sockets), str(self.port), str(hub.port), "--"]
+        command += [*self.cmd, *self.get_args()]
+        argv = sandbox.command(
+            command,
+            cwd=str(home),
+            writable=[str(home), str(sockets)],
+            readable=[str(RELAY)],
+            uid=self.sandbox_uid,
+            gid=self.sandbox_gid,
+            hostname="notebook",
+            unshare_net=True,
+            new_session=True,
+            die_with_parent=True,
+        )
+        popen_kwargs = {"start_new_session": True, **self.popen_kwargs}
+        popen_kwargs["preexec_fn"] = sandbox.limiter({"nproc": self.max_processes, "core": 0})
+        popen_kwargs["env"] = env
+        self.log.info("Spawning %s sandboxed on 127.0.0.1:%s", self._log_name, self.port)
+        self.proc = subprocess.Popen(argv, **popen_kwargs)  # noqa: S603 - bwrap, then the configured server
+        self.pid = self.proc.pid
         self._start_clock()
-        return url
+        return ("127.0.0.1", self.port)
+
+    async def _start_relays(self, sockets: Path, hub_port: int) -> None:
+        async def to_server():
+            return await asyncio.open_unix_connection(str(sockets / "server.sock"))
+
+        async def to_hub():
+            return await asyncio.open_connection("127.0.0.1", hub_port)
+
+        hub_sock = sockets / "hub.sock"
+        towards_hub = await asyncio.start_unix_server(_forward(to_hub), path=str(hub_sock))
+        if os.geteuid() == 0:
+            os.chown(hub_sock, self.sandbox_uid, self.sandbox_gid)
+        from_proxy = await asyncio.start_server(_forward(to_server), "127.0.0.1", self.port)
+        self._relays = [towards_hub, from_proxy]
+
+    def _stop_relays(self) -> None:
+        relays, self._relays = self._relays or [], None
+        for relay in relays:
+            relay.close()
+        shutil.rmtree(self._socket_dir(), ignore_errors=True)
+
+    async def stop(self, now: bool = False) -> None:
+        await super().stop(now=now)
+        self._stop_relays()
 
     async def poll(self) -> int | None:
         status = await super().poll()
@@ -140,4 +269,6 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
             self.log.info("%s reached the end of its session", self._log_name)
             await self.stop()
             return 0
+        if status is not None:
+            self._stop_relays()
         return status
