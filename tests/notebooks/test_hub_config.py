@@ -450,6 +450,17 @@ def test_a_bad_environment_stops_the_hub_with_a_sentence(cluster_config, env, se
     assert sentence in str(stopped.value)
 
 
+def test_a_local_hub_without_its_sandbox_refuses_to_start(cluster_config):
+    """Notebooks on this machine run only in bubblewrap: without it the hub stops, it never runs them bare."""
+    path = os.environ["PATH"]
+    with pytest.raises(SystemExit) as stopped:
+        cluster_config(HUB_SPAWNER="local", PATH="/nonexistent")
+    assert "HUB_SPAWNER=local" in str(stopped.value) and "bwrap is not installed" in str(stopped.value)
+    config = cluster_config(HUB_SPAWNER="local", HUB_LOCAL_UID="4242", PATH=path)
+    assert config.JupyterHub.spawner_class == "portal_hub.spawners.LocalSpawner"
+    assert config.LocalSpawner.sandbox_uid == 4242 and "args" not in config.Spawner  # no --allow-root: never root
+
+
 def test_the_notebooks_network_policy(cluster_config):
     (policy,) = list(yaml.safe_load_all(NETWORK_POLICY.read_text()))
     validate(policy)

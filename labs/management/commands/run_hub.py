@@ -2,7 +2,8 @@
 
 The hub listens where the portal's settings say it is (NOTEBOOKS_HUB_API_URL, NOTEBOOKS_HUB_PUBLIC_URL), keeps its
 data (database, log, the local notebooks' homes) in VAR_DIR/hub (var/hub), and logs people in through the portal at
---portal-url. Ctrl-C or SIGTERM stops it and everything it started.
+--portal-url. Ctrl-C or SIGTERM stops it and everything it started. Local notebooks run in the portal's bubblewrap
+sandbox (deploy/jupyterhub/portal_hub/spawners.py); outside DEBUG the local spawner needs SINGLE_MACHINE_LAB.
 """
 
 from __future__ import annotations
@@ -28,13 +29,23 @@ class Command(BaseCommand):
     help = "Run a JupyterHub for the portal's notebooks in the foreground (local JupyterLab servers or echo ones)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--spawner", choices=SPAWNERS, default="local", help="local (JupyterLab) or echo.")
+        parser.add_argument(
+            "--spawner",
+            choices=SPAWNERS,
+            default=settings.HUB_SPAWNER if settings.HUB_SPAWNER in SPAWNERS else "local",
+            help="local (JupyterLab, sandboxed) or echo; default HUB_SPAWNER.",
+        )
         parser.add_argument(
             "--portal-url", default="http://127.0.0.1:8000", help="The portal as browsers reach it (the login)."
         )
         parser.add_argument("--timeout", type=float, default=90, help="Seconds to wait for the hub to come up.")
 
     def handle(self, *args, spawner: str, portal_url: str, timeout: float, **options):
+        if spawner == "local" and not settings.DEBUG and not settings.SINGLE_MACHINE_LAB:
+            raise CommandError(
+                "--spawner local runs students' notebooks on this machine: outside DEBUG only in a lab that is one "
+                "machine (SINGLE_MACHINE_LAB=true); otherwise run the hub with HUB_SPAWNER=kubernetes."
+            )
         api_host, api_port = _host_port(settings.NOTEBOOKS_HUB_API_URL, "NOTEBOOKS_HUB_API_URL")
         public_host, proxy_port = _host_port(settings.NOTEBOOKS_HUB_PUBLIC_URL, "NOTEBOOKS_HUB_PUBLIC_URL")
         if api_host != public_host:
