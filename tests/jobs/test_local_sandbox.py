@@ -207,3 +207,18 @@ def test_the_job_gets_sigterm_and_its_sandbox_waits_for_it(backend):
     status = finished(backend, spec)
     assert status.message == "cancelled" and status.exit_codes == (0,)
     assert backend.logs(spec.ref) == "training\ncheckpoint written\n"  # its own handler ran, not a SIGKILL
+
+
+def test_a_job_gets_its_share_of_memory_cpu_time_and_file_size(backend, settings):
+    settings.JOBS_MEMORY_PER_GPU = "2Gi"
+    settings.JOBS_CPU_PER_GPU = "500m"
+    settings.JOBS_CHECKPOINT_SIZE = "1Gi"
+    code = (
+        "import resource as r\n"
+        "print(*(r.getrlimit(k)[0] for k in (r.RLIMIT_DATA, r.RLIMIT_CPU, r.RLIMIT_FSIZE, r.RLIMIT_CORE)))\n"
+    )
+    spec = JobSpec(job_id=13, attempt=1, image="x", command=("python", "-c", code), gpus_per_node=2, max_runtime_s=600)
+    backend.create(spec)
+    assert finished(backend, spec).phase == "succeeded"
+    # 2 GPUs: 4 GiB of heap, 0.5 CPU each over 600 s (+60 s of slack), a file as large as the checkpoint volume.
+    assert backend.logs(spec.ref).split() == [str(4 * 1024**3), str(600 + 60), str(1024**3), "0"]

@@ -57,6 +57,8 @@ for path in glob.glob("/var/run/postgresql/*") + glob.glob("/run/postgresql/*") 
 report("unix-sockets", reached or None)
 report("environment", [k for k, v in os.environ.items() if any(c in v.encode() for c in canaries)])
 report("runs-as-root", os.getuid() == 0 or None)
+import resource
+print("memory-limit:", resource.getrlimit(resource.RLIMIT_DATA)[0])
 """
 
 
@@ -118,6 +120,7 @@ def test_a_hostile_notebook_reads_no_secret_and_reaches_no_database(tmp_path):
         code = f"CANARIES = {[canary, own.token, own.admin_token]!r}\nHUB_PID = {own.pid}\nFILES = {files!r}\n"
         output = asyncio.run(_execute(f"{own.public_url}{model['url']}", token, code + HOSTILE))
         results = dict(line.split(": ", 1) for line in output.splitlines() if ": " in line)
+        assert results.pop("memory-limit") == str(8 * 1024**3)  # the profile's 8 GB (options' mem_gb)
         names = ("proc-environ", "signal-the-hub", "portal-and-hub-files", "tcp-5432", "tcp-6379", "unix-sockets")
         assert results == {name: "blocked" for name in (*names, "environment", "runs-as-root")}, output
         assert canary not in output and own.token not in output and database_url not in output

@@ -231,7 +231,13 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
             die_with_parent=True,
         )
         popen_kwargs = {"start_new_session": True, **self.popen_kwargs}
-        popen_kwargs["preexec_fn"] = sandbox.limiter({"nproc": self.max_processes, "core": 0})
+        limits = {"nproc": self.max_processes, "core": 0}
+        opts = self.session_options
+        if opts is not None:
+            # The profile's memory (each process's heap) and CPU share over the session's length.
+            limits["data"] = opts.mem_bytes
+            limits["cpu"] = int(opts.cpu * opts.max_seconds) + 60
+        popen_kwargs["preexec_fn"] = sandbox.limiter(limits)
         popen_kwargs["env"] = env
         self.log.info("Spawning %s sandboxed on 127.0.0.1:%s", self._log_name, self.port)
         self.proc = subprocess.Popen(argv, **popen_kwargs)  # noqa: S603 - bwrap, then the configured server
