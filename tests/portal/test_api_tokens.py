@@ -99,8 +99,8 @@ def test_changing_the_password_on_the_page_revokes_the_token(api, client):
         follow=True,
     )
 
-    assert "your API token revoked with it" in done.content.decode()
     assert me(api, old).status_code == 401
+    assert "your API token revoked with it" in done.content.decode()
     assert token_for_password(api, "ada").status_code == 401  # the old password is gone too
     new = token_for_password(api, "ada", NEW_PASSWORD).json()["token"]
     assert new != old and me(api, new).status_code == 200
