@@ -6,6 +6,7 @@ import hmac
 import logging
 
 from django.conf import settings
+from django.core import checks
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -82,13 +83,37 @@ def _registry() -> CollectorRegistry:
     return registry
 
 
+METRICS_CLOSED = "/metrics is closed: set METRICS_TOKEN and scrape with Authorization: Bearer <token>.\n"
+
+
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
     if settings.METRICS_TOKEN:
         supplied = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        if not hmac.compare_digest(supplied, settings.METRICS_TOKEN):
-            return HttpResponse("metrics need the bearer token\n", status=401, content_type="text/plain")
+        if not hmac.compare_digest(supplied.encode(), settings.METRICS_TOKEN.encode()):
+            return HttpResponse(
+                "metrics need the bearer token\n",
+                status=401,
+                content_type="text/plain",
+                headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+            )
+    elif not settings.DEBUG:
+        # The numbers say who uses the lab and how busy it is: not for anyone who can reach the port.
+        return HttpResponse(METRICS_CLOSED, status=403, content_type="text/plain")
     return HttpResponse(generate_latest(_registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+def check_metrics_token(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    """Deploy check: without METRICS_TOKEN, /metrics answers 403 outside DEBUG and Prometheus reads nothing."""
+    if settings.METRICS_TOKEN:
+        return []
+    return [
+        checks.Warning(
+            "METRICS_TOKEN is not set: /metrics answers 403 to everyone.",
+            hint="Set METRICS_TOKEN and give Prometheus the same value as its bearer token.",
+            id="portal.W001",
+        )
+    ]
 
 
 # --- Telemetry: live GPUs, alerts, running work, queues ------------------------------------

@@ -152,10 +152,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
+# Proxies in front of the portal whose X-Forwarded-For entries are believed (portal/api/throttles.py, client_ip):
+# 0 = the peer's address only (a bare server, or uvicorn --proxy-headers with FORWARDED_ALLOW_IPS naming the
+# proxy, as in docker-compose.yml); N = N proxies that each append the address they saw (nginx, Traefik, ...).
+# Every address-keyed limit (the token endpoint's throttle, DRF's) reads the client's address through it.
+NUM_PROXIES = envint("NUM_PROXIES", 0, minimum=0, maximum=5)
+# API tokens are valid this many days from when they were made (0 = until revoked); a new password revokes them.
+API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
+
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes anonymous API calls a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "portal.api.auth.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -170,6 +178,7 @@ REST_FRAMEWORK = {
     "COERCE_DECIMAL_TO_STRING": False,
     "DEFAULT_THROTTLE_RATES": {"token": envstr("TOKEN_THROTTLE_RATE", "20/min")},
 }
+REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's own throttles read the client's address as client_ip does
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Lab Portal API",
@@ -400,6 +409,7 @@ SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 60 * 60 * 12, minimum=300)
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 
+# Bearer token /metrics asks for; without it /metrics is open only in DEBUG (elsewhere 403, and check --deploy warns).
 METRICS_TOKEN = envstr("METRICS_TOKEN", "")
 
 LOGGING = {

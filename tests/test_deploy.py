@@ -33,6 +33,7 @@ PRODUCTION_ENV = {
     "CSRF_TRUSTED_ORIGINS": "https://portal.lab.example",
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres",
     "REDIS_URL": "redis://127.0.0.1:6379/15",
+    "METRICS_TOKEN": secrets.token_urlsafe(32),
 }
 
 

@@ -57,7 +57,8 @@ PAGE_MATRIX = {
     "/o/.well-known/jwks.json": (200, 200, 200, 200),
     "/healthz": (200, 200, 200, 200),
     "/readyz": (200, 200, 200, 200),
-    "/metrics": (200, 200, 200, 200),
+    # Outside DEBUG (as pytest-django runs) and without METRICS_TOKEN: closed to everyone, signed in or not.
+    "/metrics": (403, 403, 403, 403),
 }
 
 

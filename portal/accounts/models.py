@@ -35,7 +35,15 @@ class User(AbstractUser):
     def save(self, *args, **kwargs):
         # The admin console is for lab admins: the role decides, Django's flag follows it.
         self.is_staff = self.role == Role.ADMIN or self.is_superuser
+        # set_password() leaves the new password in _password until the save, whoever calls it: the password page,
+        # the admin console, `portal_user --password`, `changepassword`. (A hash upgrade at login does not.)
+        password_changed = self._password is not None
         super().save(*args, **kwargs)
+        if password_changed:
+            # A new password ends what the old one handed out: API tokens stop working.
+            from rest_framework.authtoken.models import Token
+
+            Token.objects.filter(user=self).delete()
 
     def has_perm(self, perm, obj=None) -> bool:
         # Lab admins run the whole console without hand-picked Django permissions.

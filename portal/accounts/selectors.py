@@ -1,4 +1,4 @@
-"""Reads about people: their courses and the quota in force for them."""
+"""Reads about people: their courses, the quota in force for them, and their API token."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import dataclasses
 import datetime as dt
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from portal.accounts.models import Course, Quota, Role, User
 
@@ -161,3 +163,19 @@ def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
 def notices_for(user: User, *, limit: int = 10):
     """What the portal has to tell this person and they have not dismissed, newest first."""
     return user.notices.filter(read_at__isnull=True)[:limit]
+
+
+def token_of(user: User) -> Token | None:
+    return Token.objects.filter(user=user).first()
+
+
+def token_expires_at(token: Token) -> dt.datetime | None:
+    """When the token stops working: API_TOKEN_TTL_DAYS after it was made; None when tokens do not expire."""
+    if not settings.API_TOKEN_TTL_DAYS:
+        return None
+    return token.created + dt.timedelta(days=settings.API_TOKEN_TTL_DAYS)
+
+
+def token_expired(token: Token, *, now: dt.datetime | None = None) -> bool:
+    expires_at = token_expires_at(token)
+    return expires_at is not None and expires_at <= (now or timezone.now())

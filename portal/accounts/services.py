@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
@@ -10,6 +11,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from portal.accounts.models import Course, Enrollment, Notice, NoticeLevel, Role, User
+from portal.accounts.selectors import token_expired
 
 
 @transaction.atomic
@@ -54,12 +56,30 @@ def user_upsert(
 
 
 @transaction.atomic
+def token_obtain(*, user: User, regenerate: bool = False, now: dt.datetime | None = None) -> Token:
+    """The user's API token: the current one while it is valid, else a new one.
+
+    With regenerate, the old one stops working at once. An expired token is replaced, never extended.
+    """
+    token = Token.objects.select_for_update().filter(user=user).first()
+    if token is not None and (regenerate or token_expired(token, now=now)):
+        token.delete()
+        token = None
+    if token is None:
+        token, _ = Token.objects.get_or_create(user=user)
+    return token
+
+
 def token_issue(*, user: User, regenerate: bool = False) -> str:
-    """The user's API token; with regenerate, the old one stops working at once."""
-    if regenerate:
-        Token.objects.filter(user=user).delete()
-    token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+    """The key of the user's API token (see token_obtain)."""
+    return token_obtain(user=user, regenerate=regenerate).key
+
+
+@transaction.atomic
+def token_revoke(*, user: User) -> bool:
+    """Delete the user's API token: scripts using it get 401 from now on. True if there was one."""
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)
 
 
 @transaction.atomic

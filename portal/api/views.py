@@ -2,13 +2,13 @@ from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
-from portal.accounts.selectors import courses_of, effective_quota
-from portal.accounts.services import token_issue
+from portal.accounts.selectors import courses_of, effective_quota, token_expires_at
+from portal.accounts.services import token_obtain
+from portal.api.throttles import ClientIpThrottle
 
 
 class CourseOut(serializers.Serializer):
@@ -74,14 +74,21 @@ class TokenIn(serializers.Serializer):
 
 class TokenOut(serializers.Serializer):
     token = serializers.CharField()
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="When the token stops working (null: when revoked); then ask again."
+    )
 
 
 class TokenApi(APIView):
-    """Trade a username and password for the user's API token (for scripts)."""
+    """Trade a username and password for the user's API token (for scripts).
+
+    The same token comes back until it expires or is revoked (account page, a new password); then a new one.
+    """
 
     authentication_classes: list = []
     permission_classes: list = []
-    throttle_classes = [ScopedRateThrottle]
+    # Keyed on the client's address as NUM_PROXIES says: a made-up X-Forwarded-For does not get a fresh budget.
+    throttle_classes = [ClientIpThrottle]
     throttle_scope = "token"
 
     def get_authenticate_header(self, request) -> str:
@@ -95,4 +102,5 @@ class TokenApi(APIView):
         if user is None:
             # One answer for unknown users and wrong passwords: never reveal which accounts exist.
             raise exceptions.AuthenticationFailed("Wrong username or password.")
-        return Response({"token": token_issue(user=user)})
+        token = token_obtain(user=user)
+        return Response(TokenOut({"token": token.key, "expires_at": token_expires_at(token)}).data)

@@ -6,17 +6,19 @@ The namespace stays "oauth2_provider": the toolkit's views find each other by th
 from django.urls import path, re_path
 from oauth2_provider import views
 
+from portal.oauth import views as portal_views
+
 app_name = "oauth2_provider"
 
 urlpatterns = [
     path("authorize/", views.AuthorizationView.as_view(), name="authorize"),
     path("token/", views.TokenView.as_view(), name="token"),
     path("revoke_token/", views.RevokeTokenView.as_view(), name="revoke-token"),
-    path("userinfo/", views.UserInfoView.as_view(), name="user-info"),
+    path("userinfo/", portal_views.UserInfoView.as_view(), name="user-info"),
     # The discovery document is named without a trailing slash; the toolkit still accepts one.
     re_path(
         r"^\.well-known/openid-configuration/?$",
-        views.ConnectDiscoveryInfoView.as_view(),
+        portal_views.ConnectDiscoveryInfoView.as_view(),
         name="oidc-connect-discovery-info",
     ),
     path(".well-known/jwks.json", views.JwksInfoView.as_view(), name="jwks-info"),

@@ -9,13 +9,20 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
-from rest_framework.authtoken.models import Token
 
 from labs.notebooks.selectors import notebooks_live_of
 from labs.selectors import lab_summary, reservations_of, reservations_pending, usage_of
 from portal.accounts.models import User
-from portal.accounts.selectors import courses_of, effective_quota, notices_for, people_by_role
-from portal.accounts.services import notice_dismiss, token_issue
+from portal.accounts.selectors import (
+    courses_of,
+    effective_quota,
+    notices_for,
+    people_by_role,
+    token_expired,
+    token_expires_at,
+    token_of,
+)
+from portal.accounts.services import notice_dismiss, token_issue, token_revoke
 
 
 class LoginView(auth_views.LoginView):
@@ -34,8 +41,13 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     success_url = reverse_lazy("account")
 
     def form_valid(self, form):
-        messages.success(self.request, "Your password was changed.")
-        return super().form_valid(form)
+        had_token = token_of(self.request.user) is not None
+        response = super().form_valid(form)  # saving the new password revokes the API token (User.save)
+        if had_token:
+            messages.success(self.request, "Your password was changed, and your API token revoked with it.")
+        else:
+            messages.success(self.request, "Your password was changed.")
+        return response
 
     def form_invalid(self, form):
         response = super().form_invalid(form)
@@ -80,19 +92,41 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+def _account_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
+    token = token_of(request.user)
+    context = {"token": token}
+    if token is not None:
+        context.update(token_expires_at=token_expires_at(token), token_expired=token_expired(token))
+    return render(request, "account.html", context, status=status)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def account(request: HttpRequest) -> HttpResponse:
-    token = Token.objects.filter(user=request.user).first()
-    if request.method == "POST":
-        regenerate = token is not None
-        if regenerate and request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm: the old token stops working at once.")
-            return render(request, "account.html", {"token": token}, status=400)
-        token_issue(user=request.user, regenerate=regenerate)
-        messages.success(request, "A new API token was made." if regenerate else "Your API token was made.")
+    if request.method == "GET":
+        return _account_page(request)
+    token = token_of(request.user)
+    live = token is not None and not token_expired(token)
+    action = request.POST.get("action", "new")
+    if action == "revoke":
+        if token is None:
+            messages.info(request, "You have no API token to revoke.")
+            return redirect("account")
+        if request.POST.get("confirm") != "yes":
+            messages.error(request, "Tick the box to confirm: scripts using the token stop working at once.")
+            return _account_page(request, status=400)
+        token_revoke(user=request.user)
+        messages.success(request, "Your API token was revoked: scripts using it now get 401.")
         return redirect("account")
-    return render(request, "account.html", {"token": token})
+    if action != "new":
+        messages.error(request, "Choose to make a new token or to revoke the one you have.")
+        return _account_page(request, status=400)
+    if live and request.POST.get("confirm") != "yes":
+        messages.error(request, "Tick the box to confirm: the old token stops working at once.")
+        return _account_page(request, status=400)
+    token_issue(user=request.user, regenerate=token is not None)
+    messages.success(request, "A new API token was made." if token is not None else "Your API token was made.")
+    return redirect("account")
 
 
 @login_required

@@ -139,8 +139,10 @@ def test_an_admin_makes_an_agent_key_that_is_shown_once_and_stored_hashed(admin_
     assert agent_token_check(key) is None
 
 
-def test_metrics_count_gpus_alerts_running_work_and_queues(client, lab):
+def test_metrics_count_gpus_alerts_running_work_and_queues(client, lab, settings):
     from jobs.models import Job
+
+    settings.METRICS_TOKEN = "scrape-me"
 
     AllocationFactory(gpu=lab["gpu01"].gpus.get(), kind="notebook", ref="notebook:5")
     tick(faults=["gpu02:temp"])
@@ -157,7 +159,7 @@ def test_metrics_count_gpus_alerts_running_work_and_queues(client, lab):
         started_at=now - dt.timedelta(seconds=40),
         **job,
     )
-    text = client.get("/metrics").content.decode()
+    text = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me").content.decode()
     assert 'portal_gpus{state="busy"} 1.0' in text and 'portal_gpus{state="free"} 2.0' in text
     assert 'portal_gpu_alerts_open{kind="temperature"} 1.0' in text
     assert 'portal_running{kind="notebook"} 1.0' in text and 'portal_running{kind="job"} 0.0' in text

@@ -458,3 +458,37 @@ def test_production_needs_a_signing_key(monkeypatch, tmp_path):
     monkeypatch.setenv("OIDC_RSA_PRIVATE_KEY", "not a key")
     with pytest.raises(ImproperlyConfigured, match="PEM private key"):
         oidc_rsa_private_key(debug=False, var_dir=tmp_path)
+
+
+# --- Finding 11 of the security review: a token in the query string, HS256 in the discovery document --------
+
+
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_userinfo_refuses_an_access_token_in_the_query_string(client, method):
+    sign_in(client, UserFactory())
+    access_token = hub_login(client).json()["access_token"]
+
+    response = getattr(Client(), method)(f"/o/userinfo/?access_token={access_token}")
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_request"
+    assert "Authorization header" in response.json()["error_description"]
+    assert response["WWW-Authenticate"].startswith('Bearer error="invalid_request"')
+    assert "sub" not in response.json()
+    # Even with the header as well: a token that was put in a URL is not answered.
+    both = Client().get(f"/o/userinfo/?access_token={access_token}", HTTP_AUTHORIZATION=f"Bearer {access_token}")
+    assert both.status_code == 400
+    assert userinfo(access_token).status_code == 200  # the header alone is the way
+
+
+def test_userinfo_by_post_with_the_header_still_works_without_csrf(client):
+    sign_in(client, UserFactory(username="kim"))
+    access_token = hub_login(client).json()["access_token"]
+    response = Client(enforce_csrf_checks=True).post("/o/userinfo/", HTTP_AUTHORIZATION=f"Bearer {access_token}")
+    assert response.status_code == 200 and response.json()["preferred_username"] == "kim"
+
+
+def test_the_discovery_document_advertises_only_the_algorithm_id_tokens_are_signed_with():
+    response = Client().get("/o/.well-known/openid-configuration")
+    assert response.json()["id_token_signing_alg_values_supported"] == ["RS256"]
+    assert response["Access-Control-Allow-Origin"] == "*"

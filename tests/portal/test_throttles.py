@@ -1,0 +1,104 @@
+"""Address-keyed limits read the client's address from NUM_PROXIES trusted proxies, never from what a client wrote.
+
+Finding 2 of the security review: /api/v1/token/ was throttled on the whole X-Forwarded-For header, so a new
+made-up header bought a new budget of password guesses.
+"""
+
+import secrets
+
+import pytest
+from django.core.cache import cache
+from rest_framework.settings import api_settings
+from rest_framework.test import APIRequestFactory
+from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+from portal.api.views import TokenApi
+from tests.factories import PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+RATE = 5
+
+
+@pytest.fixture
+def token_rate(monkeypatch):
+    """The token endpoint at 5 tries a minute (production's default is 20; the test settings lift it)."""
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "token": "5/min"})
+
+
+@pytest.fixture
+def peer():
+    """A client address of this test's own, so no other test's budget (or an earlier run's) counts."""
+    address = f"198.18.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
+    cache.delete(f"throttle_token_{address}")
+    yield address
+    cache.delete(f"throttle_token_{address}")
+
+
+def ask_for_token(api, password, **meta):
+    return api.post("/api/v1/token/", {"username": "ada", "password": password}, format="json", **meta)
+
+
+def test_rotating_x_forwarded_for_does_not_reset_the_token_throttle(api, token_rate, peer):
+    UserFactory(username="ada")
+
+    guesses = [
+        ask_for_token(api, f"guess-{n}", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").status_code
+        for n in range(25)
+    ]
+    right = ask_for_token(api, PASSWORD, REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR="203.0.113.200")
+
+    assert guesses[:RATE] == [401] * RATE
+    assert guesses[RATE:] == [429] * (25 - RATE)
+    assert right.status_code == 429
+    assert right.json()["code"] == "throttled" and "token" not in right.json()
+    assert int(right["Retry-After"]) > 0
+
+
+def test_another_client_keeps_its_own_budget(api, token_rate, peer):
+    UserFactory(username="ada")
+    for n in range(RATE + 1):
+        ask_for_token(api, f"guess-{n}", REMOTE_ADDR=peer)
+    assert ask_for_token(api, PASSWORD, REMOTE_ADDR=peer).status_code == 429
+
+    other = f"198.19.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
+    try:
+        assert ask_for_token(api, PASSWORD, REMOTE_ADDR=other).status_code == 200
+    finally:
+        cache.delete(f"throttle_token_{other}")
+
+
+def test_behind_one_proxy_the_address_it_appended_counts_not_what_the_client_wrote(api, settings, token_rate, peer):
+    settings.NUM_PROXIES = 1
+    UserFactory(username="ada")
+    proxy = "10.9.8.7"
+    attacker, neighbour = peer, f"198.19.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
+    try:
+        statuses = [
+            # The client writes its own X-Forwarded-For; the proxy appends the address it saw.
+            ask_for_token(api, "guess", REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=f"192.0.2.{n}, {attacker}").status_code
+            for n in range(RATE + 3)
+        ]
+        assert statuses == [401] * RATE + [429] * 3
+        # Someone else behind the same proxy is not throttled with the attacker.
+        assert ask_for_token(api, PASSWORD, REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=neighbour).status_code == 200
+    finally:
+        cache.delete(f"throttle_token_{neighbour}")
+
+
+@pytest.mark.parametrize("throttle_class", [*TokenApi.throttle_classes, AnonRateThrottle, UserRateThrottle])
+def test_no_throttle_keys_an_anonymous_caller_on_a_made_up_header(throttle_class):
+    """Every DRF throttle (the token endpoint's, and DRF's own that other views may add) reads the same address."""
+    assert api_settings.NUM_PROXIES == 0  # REST_FRAMEWORK["NUM_PROXIES"] follows NUM_PROXIES (default 0)
+    throttle = throttle_class.__new__(throttle_class)  # get_ident needs no rate
+    factory = APIRequestFactory()
+    idents = {
+        throttle.get_ident(factory.get("/", REMOTE_ADDR="198.51.100.7", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}"))
+        for n in range(10)
+    }
+    assert idents == {"198.51.100.7"}
+
+
+def test_drf_reads_the_same_number_of_proxies(settings):
+    assert settings.REST_FRAMEWORK["NUM_PROXIES"] == settings.NUM_PROXIES
+    assert issubclass(TokenApi.throttle_classes[0], ScopedRateThrottle)
