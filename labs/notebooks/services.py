@@ -27,6 +27,7 @@ from labs.models import (
     NotebookSession,
     NotebookStatus,
 )
+from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import may_stop, profiles_offered
 from labs.placement import Claim, NoCapacity, allocate, course_ids_of
@@ -93,6 +94,15 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
         raise InvalidInput(
             f"There is no profile “{slug[:40]}” for you.",
             fields={"profile": "Not a profile offered to you: pick one of those listed (GET /api/v1/profiles/)."},
+        )
+    problems = profile_problems(chosen)
+    if problems:
+        # Saved before a ceiling was lowered or its image rule removed (or written around the checks): not started.
+        field, why = next(iter(problems.items()))
+        raise InvalidInput(
+            f"“{chosen.name}” is outside the lab's limits and cannot start: {why} Ask whoever keeps the profile"
+            " to fix it, or pick another one.",
+            fields={"profile": f"{field}: {why}"},
         )
     quota = effective_quota(user)
     if chosen.gpu_share > quota.notebook_gpu_share:
