@@ -308,6 +308,21 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
 
+# --- Rate limits (portal/accounts/ratelimit.py)
+# Per person and action, in a sliding window of RATE_LIMIT_WINDOW_S, counted in the cache (Redis with REDIS_URL):
+# beyond it the API answers 429 `rate_limited` with Retry-After and the pages say when to try again. 0 turns one
+# off. A class start (every student pressing Start once or twice) stays far below them. When the cache does not
+# answer, requests go through (and the log says so) rather than fail.
+RATE_LIMIT_WINDOW_S = envint("RATE_LIMIT_WINDOW_S", 60, minimum=1, maximum=24 * 3600)
+RATE_LIMIT_JOB_SUBMIT = envint("RATE_LIMIT_JOB_SUBMIT", 30, minimum=0)
+RATE_LIMIT_NOTEBOOK_START = envint("RATE_LIMIT_NOTEBOOK_START", 20, minimum=0)
+RATE_LIMIT_RESERVATION_CREATE = envint("RATE_LIMIT_RESERVATION_CREATE", 20, minimum=0)
+# The cache (an alias of CACHES) that holds the counters, and their key prefix.
+RATE_LIMIT_CACHE = envstr("RATE_LIMIT_CACHE", "default")
+RATE_LIMIT_KEY_PREFIX = envstr("RATE_LIMIT_KEY_PREFIX", "ratelimit")
+if RATE_LIMIT_CACHE not in CACHES:
+    raise ImproperlyConfigured(f"RATE_LIMIT_CACHE must name one of the caches ({', '.join(CACHES)}).")
+
 # --- Notebooks (JupyterHub)
 # The portal is the front door: it queues, places and starts notebooks through the hub's REST API with its
 # service token, and people open them through the hub's proxy after one login at the portal (OAuth 2 / OIDC).
@@ -344,7 +359,6 @@ CELERY_BEAT_SCHEDULE["notebooks-tick"] = {"task": "labs.tasks.notebooks_tick", "
 NOTEBOOKS_MAX_CPU = envint("NOTEBOOKS_MAX_CPU", 8, minimum=1, maximum=64)
 NOTEBOOKS_MAX_MEMORY_GB = envint("NOTEBOOKS_MAX_MEMORY_GB", 32, minimum=1, maximum=256)
 NOTEBOOKS_MAX_SESSION_H = envint("NOTEBOOKS_MAX_SESSION_H", 12, minimum=1, maximum=72)
-
 
 # The hub's OAuth client at the portal (the provider): `manage.py hub_oauth_client` writes it from these.
 HUB_OAUTH_CLIENT_ID = envstr("HUB_OAUTH_CLIENT_ID", "jupyterhub")

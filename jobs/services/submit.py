@@ -36,6 +36,7 @@ from labs.models import AllocationKind, Gpu, NodeStatus, Reservation, Reservatio
 from labs.placement import course_ids_of, may_use
 from labs.selectors import gpu_hours, week_start
 from portal.accounts.models import Course, User
+from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import courses_active_for, effective_quota
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 
@@ -303,6 +304,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
     env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
     """
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
     with transaction.atomic():
         # One submission at a time per person, so max_jobs is counted right.
@@ -351,6 +353,7 @@ def queued_from_request(job_id: int | str, user: User, request: JobRequest, now:
 def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Preview:
     """ "Will it start now?": the request checked as job_submit would, then a dry run of the policy. Writes nothing."""
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
     try:
         _check_quota(user, request, now)

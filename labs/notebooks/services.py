@@ -35,6 +35,7 @@ from labs.selectors import week_gpu_hours, week_start
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
+from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import courses_active_for, effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
@@ -85,6 +86,7 @@ def _course_for(user: User, profile: NotebookProfile) -> Course | None:
 def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None) -> NotebookSession:
     """Queue a notebook with `profile` (a slug) for `user`, within their quotas; the pass starts it."""
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="notebook_start", now=now)
     slug = (profile or "").strip() if isinstance(profile, str) else ""
     if not slug:
         raise InvalidInput("Choose a profile.", fields={"profile": "Choose one of the profiles offered to you."})
