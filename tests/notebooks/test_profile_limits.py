@@ -201,3 +201,16 @@ def test_a_profile_whose_image_rule_was_removed_no_longer_starts(client, dl):
     response = client.post("/notebooks/", {"profile": "own"})
     assert response.status_code == 400 and "not on the lab&#x27;s image allow-list" in response.content.decode()
     assert NotebookSession.objects.count() == 1
+
+
+@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
+def test_the_image_rules_are_kept_in_the_console_by_admins_only(client, dl, role):
+    signed_in(client, role)
+    response = client.post("/admin/labs/imagerule/add/", {"pattern": "registry.lab.example/*", "enabled": "on"})
+    if role == "admin":
+        assert response.status_code == 302
+        assert client.get("/admin/labs/imagerule/").status_code == 200
+        assert list(ImageRule.objects.values_list("pattern", flat=True)) == ["registry.lab.example/*"]
+    else:
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+        assert not ImageRule.objects.exists()
