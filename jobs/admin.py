@@ -1,17 +1,10 @@
-"""The admin console's part of the job queue: the image allow-list, datasets, and jobs with their events."""
+"""The admin console's part of the job queue: datasets, and jobs with their events (the image allow-list is labs')."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from jobs.models import Dataset, ImageRule, Job, JobEvent
-
-
-@admin.register(ImageRule)
-class ImageRuleAdmin(admin.ModelAdmin):
-    list_display = ["pattern", "enabled", "description", "created_at"]
-    list_filter = ["enabled"]
-    search_fields = ["pattern", "description"]
+from jobs.models import Dataset, Job, JobEvent
 
 
 @admin.register(Dataset)

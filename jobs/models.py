@@ -1,4 +1,4 @@
-"""Training jobs: the job and its state machine, its events, and the admin-managed images and datasets.
+"""Training jobs: the job and its state machine, its events, and the admin-managed datasets.
 
 A job moves queued -> starting -> running -> succeeded | failed | cancelled; a preempted attempt goes back to
 queued with `attempt` + 1. Every move is a conditional UPDATE in services.py that also writes a JobEvent.
@@ -7,11 +7,9 @@ The GPUs an attempt holds are in the ledger (labs.Allocation, ref "job:<id>#<att
 
 from __future__ import annotations
 
-import fnmatch
 import re
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
@@ -44,49 +42,6 @@ class StopReason(models.TextChoices):
     NONE = "", "—"
     CANCELLED = "cancelled", "Cancelled"
     PREEMPTED = "preempted", "Preempted"
-
-
-# An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
-IMAGE_REFERENCE = re.compile(
-    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-)
-
-
-def image_allowed_by(pattern: str, image: str) -> bool:
-    """`*` matches anything (e.g. "registry.lab.example/*", "pytorch/pytorch:2.*"); otherwise the exact reference."""
-    pattern = pattern.strip()
-    if not pattern:
-        return False
-    if "*" in pattern:
-        return fnmatch.fnmatchcase(image, pattern.replace("[", "[[]").replace("?", "[?]"))
-    return image == pattern
-
-
-class ImageRule(models.Model):
-    """One entry of the image allow-list that admins keep: a job's image must match an enabled rule."""
-
-    pattern = models.CharField(
-        max_length=255,
-        unique=True,
-        help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
-    )
-    description = models.CharField(max_length=200, blank=True)
-    enabled = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["pattern"]
-
-    def __str__(self) -> str:
-        return self.pattern
-
-    def clean(self) -> None:
-        if any(ch.isspace() for ch in self.pattern) or not self.pattern.strip("*"):
-            raise ValidationError({"pattern": "A pattern has no spaces and is more than a lone *."})
-
-    def matches(self, image: str) -> bool:
-        return self.enabled and image_allowed_by(self.pattern, image)
 
 
 dataset_name_validator = RegexValidator(

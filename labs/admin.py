@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from labs.images import ImageRule
 from labs.models import (
     Allocation,
     Gpu,
@@ -13,7 +14,7 @@ from labs.models import (
     ReservationNode,
     ReservationStatus,
 )
-from labs.notebooks.profiles import IMAGE_RULE, PROFILE_FIELDS, image_is_valid
+from labs.notebooks.profiles import PROFILE_FIELDS
 from labs.notebooks.services import notebook_stop
 from labs.reservations import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
@@ -267,19 +268,30 @@ class NodeAgentTokenAdmin(admin.ModelAdmin):
         self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
 
 
+# --- Images
+
+
+@admin.register(ImageRule)
+class ImageRuleAdmin(admin.ModelAdmin):
+    """The image allow-list beside JOBS_IMAGE_ALLOW: jobs and notebook profiles alike may use what matches."""
+
+    list_display = ["pattern", "enabled", "description", "created_at"]
+    list_filter = ["enabled"]
+    search_fields = ["pattern", "description"]
+
+
 # --- Notebooks
 
 
 class NotebookProfileAdminForm(forms.ModelForm):
+    """The image allow-list and the ceilings are NotebookProfile.clean()'s, which this form runs as the page does."""
+
     class Meta:
         model = NotebookProfile
         fields = [*PROFILE_FIELDS, "roles", "courses", "is_active"]
 
     def clean_image(self):
-        image = (self.cleaned_data.get("image") or "").strip()
-        if not image_is_valid(image):
-            raise forms.ValidationError(IMAGE_RULE)
-        return image
+        return (self.cleaned_data.get("image") or "").strip()
 
 
 @admin.register(NotebookProfile)

@@ -11,6 +11,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from labs.images import ImageRule  # noqa: F401  (the allow-list's model lives with its rule; imported to register it)
+
 # Kubernetes node names are DNS-1123 subdomains; we keep to the label subset (no dots) for readability.
 node_name_validator = RegexValidator(
     r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
@@ -311,7 +313,9 @@ class NotebookProfile(models.Model):
     slug = models.SlugField(max_length=40, unique=True, help_text="Short name scripts use, e.g. pytorch-quarter.")
     name = models.CharField(max_length=80)
     description = models.CharField(max_length=300, blank=True)
-    image = models.CharField(max_length=300, help_text="Container image of the single-user server.")
+    image = models.CharField(
+        max_length=300, help_text="Container image of the single-user server, from the lab's image allow-list."
+    )
     gpu_share = models.DecimalField(
         max_digits=4,
         decimal_places=3,
@@ -362,10 +366,14 @@ class NotebookProfile(models.Model):
         return self.name
 
     def clean(self) -> None:
+        from labs.notebooks.ceilings import profile_problems
         from portal.accounts.models import Role
 
+        problems = profile_problems(self)
         if not isinstance(self.roles, list) or not all(role in Role.values for role in self.roles):
-            raise ValidationError({"roles": f"Roles are a list of {', '.join(Role.values)}."})
+            problems["roles"] = f"Roles are a list of {', '.join(Role.values)}."
+        if problems:
+            raise ValidationError(problems)
 
 
 class NotebookStatus(models.TextChoices):

@@ -31,6 +31,7 @@ from labs.placement import course_ids_of, may_use
 from labs.selectors import week_start
 from labs.signals import allocations_ended
 from portal.accounts.models import Course, User
+from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
@@ -341,6 +342,7 @@ def reservation_create(
     starts_at, ends_at = starts_at.astimezone(dt.UTC), ends_at.astimezone(dt.UTC)
     owner = owner or by
     _check_people(by=by, owner=owner, course=course)
+    rate_limit_hit(user=by, action="reservation_create", now=now)
     limits = effective_quota(owner)
     title = title.strip()
     if not title:

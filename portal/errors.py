@@ -21,6 +21,11 @@ class PortalError(Exception):
     def as_body(self) -> dict[str, Any]:
         return {"detail": self.message, "code": self.code, **self.extra}
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the answer carries besides the body (Retry-After for a 429)."""
+        return {}
+
 
 class InvalidInput(PortalError):
     """400 that names the offending fields, like a serializer's validation error: `fields={"name": "why"}`."""
@@ -50,6 +55,21 @@ class QuotaExceeded(PortalError):
 
     def __init__(self, message: str, *, limit: str, used: float, allowed: float) -> None:
         super().__init__(message, limit=limit, used=used, allowed=allowed)
+
+
+class RateLimited(PortalError):
+    """429: too many of one action in a short time. `retry_after_s` (also the Retry-After header) says when to retry."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, action: str, allowed: int, period_s: int, retry_after_s: int) -> None:
+        super().__init__(message, action=action, allowed=allowed, period_s=period_s, retry_after_s=retry_after_s)
+        self.retry_after_s = retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_s)}
 
 
 class Conflict(PortalError):

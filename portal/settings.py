@@ -267,8 +267,11 @@ JOBS_CHECKPOINT_SIZE = envstr("JOBS_CHECKPOINT_SIZE", "20Gi")
 JOBS_MASTER_PORT = envint("JOBS_MASTER_PORT", 29500, minimum=1024, maximum=65535)
 JOBS_NCCL_SOCKET_IFNAME = envstr("JOBS_NCCL_SOCKET_IFNAME", "")
 JOBS_NCCL_IB_HCA = envstr("JOBS_NCCL_IB_HCA", "")
-# Images every job may use besides the admin console's allow-list (an exact reference, or a pattern with *).
-JOBS_IMAGE_ALLOW = envlist("JOBS_IMAGE_ALLOW", ["pytorch/pytorch:*", "nvcr.io/nvidia/pytorch:*", "python:3.12-slim"])
+# Images every job and notebook profile may use besides the admin console's allow-list (an exact reference, or a
+# pattern with *): one allow-list for both (labs/images.py).
+JOBS_IMAGE_ALLOW = envlist(
+    "JOBS_IMAGE_ALLOW", ["pytorch/pytorch:*", "nvcr.io/nvidia/pytorch:*", "python:3.12-slim", "quay.io/jupyter/*"]
+)
 # Bounds on a job's max_runtime_s (the policy plans with it; the backend kills the job when it is reached).
 JOBS_MIN_RUNTIME_S = envint("JOBS_MIN_RUNTIME_S", 60, minimum=1)
 JOBS_MAX_RUNTIME_S = envint("JOBS_MAX_RUNTIME_S", 7 * 24 * 3600, minimum=60)
@@ -322,6 +325,21 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
 
+# --- Rate limits (portal/accounts/ratelimit.py)
+# Per person and action, in a sliding window of RATE_LIMIT_WINDOW_S, counted in the cache (Redis with REDIS_URL):
+# beyond it the API answers 429 `rate_limited` with Retry-After and the pages say when to try again. 0 turns one
+# off. A class start (every student pressing Start once or twice) stays far below them. When the cache does not
+# answer, requests go through (and the log says so) rather than fail.
+RATE_LIMIT_WINDOW_S = envint("RATE_LIMIT_WINDOW_S", 60, minimum=1, maximum=24 * 3600)
+RATE_LIMIT_JOB_SUBMIT = envint("RATE_LIMIT_JOB_SUBMIT", 30, minimum=0)
+RATE_LIMIT_NOTEBOOK_START = envint("RATE_LIMIT_NOTEBOOK_START", 20, minimum=0)
+RATE_LIMIT_RESERVATION_CREATE = envint("RATE_LIMIT_RESERVATION_CREATE", 20, minimum=0)
+# The cache (an alias of CACHES) that holds the counters, and their key prefix.
+RATE_LIMIT_CACHE = envstr("RATE_LIMIT_CACHE", "default")
+RATE_LIMIT_KEY_PREFIX = envstr("RATE_LIMIT_KEY_PREFIX", "ratelimit")
+if RATE_LIMIT_CACHE not in CACHES:
+    raise ImproperlyConfigured(f"RATE_LIMIT_CACHE must name one of the caches ({', '.join(CACHES)}).")
+
 # --- Notebooks (JupyterHub)
 # The portal is the front door: it queues, places and starts notebooks through the hub's REST API with its
 # service token, and people open them through the hub's proxy after one login at the portal (OAuth 2 / OIDC).
@@ -353,6 +371,11 @@ NOTEBOOKS_DEFAULT_SESSION_H = envint("NOTEBOOKS_DEFAULT_SESSION_H", 4, minimum=1
 NOTEBOOKS_QUOTA_WARN_PCT = envint("NOTEBOOKS_QUOTA_WARN_PCT", 80, minimum=1, maximum=100)
 NOTEBOOKS_QUOTA_GRACE_MIN = envint("NOTEBOOKS_QUOTA_GRACE_MIN", 15, minimum=0)
 CELERY_BEAT_SCHEDULE["notebooks-tick"] = {"task": "labs.tasks.notebooks_tick", "schedule": float(NOTEBOOKS_TICK_S)}
+# Ceilings of every notebook profile, whoever writes it (teachers, admins, the console): what one notebook may ask
+# for. A profile above them is not saved, and one saved before they were lowered does not start.
+NOTEBOOKS_MAX_CPU = envint("NOTEBOOKS_MAX_CPU", 8, minimum=1, maximum=64)
+NOTEBOOKS_MAX_MEMORY_GB = envint("NOTEBOOKS_MAX_MEMORY_GB", 32, minimum=1, maximum=256)
+NOTEBOOKS_MAX_SESSION_H = envint("NOTEBOOKS_MAX_SESSION_H", 12, minimum=1, maximum=72)
 
 # The hub's OAuth client at the portal (the provider): `manage.py hub_oauth_client` writes it from these.
 HUB_OAUTH_CLIENT_ID = envstr("HUB_OAUTH_CLIENT_ID", "jupyterhub")

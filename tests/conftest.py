@@ -1,3 +1,5 @@
+import uuid
+
 import pytest
 from django.db import connection
 from rest_framework.test import APIClient
@@ -12,6 +14,13 @@ def _real_services(django_db_setup, django_db_blocker):
     """The suite is meant for PostgreSQL and Redis; say so plainly instead of failing oddly later."""
     with django_db_blocker.unblock():
         assert connection.vendor == "postgresql", "Run the tests on PostgreSQL: see README (scripts/test.sh)."
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits(settings):
+    """Each test counts its own presses: the counters live in Redis, which outlives the test databases (whose
+    user ids come back on the next run)."""
+    settings.RATE_LIMIT_KEY_PREFIX = f"ratelimit-test-{uuid.uuid4().hex}"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Every write about training jobs: submit, cancel, the scheduling pass, and the state machine's moves."""
 
 from jobs.services.scheduling import PassReport, Preview, preview, scheduling_pass, snapshot
-from jobs.services.submit import JobRequest, image_allowed, job_cancel, job_preview, job_submit, validate_request
+from jobs.services.submit import JobRequest, job_cancel, job_preview, job_submit, validate_request
 from jobs.services.transitions import (
     close_allocations,
     job_finish,
@@ -16,7 +16,6 @@ __all__ = [
     "PassReport",
     "Preview",
     "close_allocations",
-    "image_allowed",
     "job_cancel",
     "job_finish",
     "job_mark_running",

@@ -21,23 +21,22 @@ from django.utils import timezone
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.models import (
     ACTIVE_STATES,
-    IMAGE_REFERENCE,
     Dataset,
-    ImageRule,
     Job,
     JobEvent,
     JobState,
     PriorityClass,
     StopReason,
-    image_allowed_by,
 )
 from jobs.policy import QueuedJob
 from jobs.services.scheduling import Preview, formatter, preview, user_key
 from jobs.services.transitions import job_request_stop, transition
+from labs.images import image_problem
 from labs.models import AllocationKind, Gpu, NodeStatus, Reservation, ReservationStatus
 from labs.placement import course_ids_of, may_use
 from labs.selectors import gpu_hours, week_start
 from portal.accounts.models import Course, User
+from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import courses_active_for, effective_quota
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 
@@ -68,12 +67,6 @@ class JobRequest:
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
-
-
-def image_allowed(image: str) -> bool:
-    if any(image_allowed_by(pattern, image) for pattern in settings.JOBS_IMAGE_ALLOW):
-        return True
-    return any(rule.matches(image) for rule in ImageRule.objects.filter(enabled=True))
 
 
 def _int(value: Any) -> int | None:
@@ -209,12 +202,8 @@ def validate_request(
     elif len(name) > 120:
         errors["name"] = "At most 120 characters."
     image = image.strip() if isinstance(image, str) else ""
-    if not image:
-        errors["image"] = "Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime."
-    elif len(image) > 255 or not IMAGE_REFERENCE.match(image):
-        errors["image"] = "Not an image reference (registry/name:tag)."
-    elif not image_allowed(image):
-        errors["image"] = f"{image} is not on the lab's image allow-list; ask an admin to add it."
+    if image_why := image_problem(image):
+        errors["image"] = image_why
     argv = _check_command(command, errors)
     variables = _check_env(env, errors)
     gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
@@ -315,6 +304,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
     env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
     """
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
     with transaction.atomic():
         # One submission at a time per person, so max_jobs is counted right.
@@ -363,6 +353,7 @@ def queued_from_request(job_id: int | str, user: User, request: JobRequest, now:
 def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Preview:
     """ "Will it start now?": the request checked as job_submit would, then a dry run of the policy. Writes nothing."""
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
     try:
         _check_quota(user, request, now)
@@ -427,7 +418,6 @@ __all__ = [
     "JobRequest",
     "Preview",
     "formatter",
-    "image_allowed",
     "job_cancel",
     "job_preview",
     "job_submit",

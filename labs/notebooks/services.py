@@ -27,6 +27,7 @@ from labs.models import (
     NotebookSession,
     NotebookStatus,
 )
+from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import may_stop, profiles_offered
 from labs.placement import Claim, NoCapacity, allocate, course_ids_of
@@ -34,6 +35,7 @@ from labs.selectors import week_gpu_hours, week_start
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
+from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import courses_active_for, effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
@@ -84,6 +86,7 @@ def _course_for(user: User, profile: NotebookProfile) -> Course | None:
 def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None) -> NotebookSession:
     """Queue a notebook with `profile` (a slug) for `user`, within their quotas; the pass starts it."""
     now = now or timezone.now()
+    rate_limit_hit(user=user, action="notebook_start", now=now)
     slug = (profile or "").strip() if isinstance(profile, str) else ""
     if not slug:
         raise InvalidInput("Choose a profile.", fields={"profile": "Choose one of the profiles offered to you."})
@@ -93,6 +96,15 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
         raise InvalidInput(
             f"There is no profile “{slug[:40]}” for you.",
             fields={"profile": "Not a profile offered to you: pick one of those listed (GET /api/v1/profiles/)."},
+        )
+    problems = profile_problems(chosen)
+    if problems:
+        # Saved before a ceiling was lowered or its image rule removed (or written around the checks): not started.
+        field, why = next(iter(problems.items()))
+        raise InvalidInput(
+            f"“{chosen.name}” is outside the lab's limits and cannot start: {why} Ask whoever keeps the profile"
+            " to fix it, or pick another one.",
+            fields={"profile": f"{field}: {why}"},
         )
     quota = effective_quota(user)
     if chosen.gpu_share > quota.notebook_gpu_share:

@@ -55,7 +55,7 @@ def _validation_body(detail) -> dict:
 
 def exception_handler(exc, context):
     if isinstance(exc, PortalError):
-        return Response(exc.as_body(), status=exc.status)
+        return Response(exc.as_body(), status=exc.status, headers=exc.headers)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=as_serializer_error(exc))
     elif isinstance(exc, Http404):

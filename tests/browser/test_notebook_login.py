@@ -61,7 +61,11 @@ def worker():
 def test_a_student_opens_jupyterlab_without_a_second_login_and_stops_it(live_server, real_hub, worker, page):
     course = CourseFactory(code="DL-101")
     profile = NotebookProfile.objects.create(
-        slug="lab-quarter", name="DL-101 notebook", image="local", gpu_share=Decimal("0.25"), roles=[]
+        slug="lab-quarter",
+        name="DL-101 notebook",
+        image="quay.io/jupyter/base-notebook:latest",
+        gpu_share=Decimal("0.25"),
+        roles=[],
     )
     profile.courses.add(course)
     NodeFactory(name="gpu01")

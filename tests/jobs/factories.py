@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from jobs.backends.base import JobRef
 from jobs.backends.local import LocalJobs
-from jobs.models import Dataset, ImageRule, Job, JobState
+from jobs.models import Dataset, Job, JobState
+from labs.images import ImageRule
 from tests.factories import NodeFactory, UserFactory
 
 IMAGE = "registry.lab.example/train:1"

@@ -4,7 +4,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs.models import ImageRule, JobState, image_allowed_by, parse_allocation_ref
+from jobs.models import JobState, parse_allocation_ref
+from labs.images import ImageRule, image_allowed_by
 from tests.jobs.factories import JobFactory
 
 pytestmark = pytest.mark.django_db

@@ -16,6 +16,9 @@ from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from portal.accounts.services import token_issue
 from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 
+# On the lab's default image allow-list (JOBS_IMAGE_ALLOW), which notebook profiles keep to.
+IMAGE = "quay.io/jupyter/base-notebook:latest"
+
 URL = "/api/v1/notebooks/"
 
 
@@ -33,14 +36,14 @@ def course(db):
 @pytest.fixture
 def profiles(course):
     quarter = NotebookProfile.objects.create(
-        slug="quarter", name="Quarter", image="img:1", gpu_share=Decimal("0.25"), roles=["student", "teacher"]
+        slug="quarter", name="Quarter", image=IMAGE, gpu_share=Decimal("0.25"), roles=["student", "teacher"]
     )
-    dl = NotebookProfile.objects.create(slug="dl-only", name="DL lab", image="img:1", gpu_share=Decimal("0.25"))
+    dl = NotebookProfile.objects.create(slug="dl-only", name="DL lab", image=IMAGE, gpu_share=Decimal("0.25"))
     dl.courses.add(course)
     staff = NotebookProfile.objects.create(
-        slug="whole", name="Whole", image="img:1", gpu_share=Decimal("1"), roles=["teacher", "admin"]
+        slug="whole", name="Whole", image=IMAGE, gpu_share=Decimal("1"), roles=["teacher", "admin"]
     )
-    NotebookProfile.objects.create(slug="retired", name="Old", image="img:1", roles=["student"], is_active=False)
+    NotebookProfile.objects.create(slug="retired", name="Old", image=IMAGE, roles=["student"], is_active=False)
     return quarter, dl, staff
 
 
@@ -62,7 +65,7 @@ def test_profiles_list_only_what_i_may_start(course, profiles):
         "slug": "dl-only",
         "name": "DL lab",
         "description": "",
-        "image": "img:1",
+        "image": IMAGE,
         "gpu_share": 0.25,
         "gpu_mem_mb": None,
         "cpu": 2.0,
@@ -131,7 +134,7 @@ def test_the_second_notebook_is_403_with_the_limit(course, profiles):
 @pytest.mark.django_db(transaction=True)
 def test_twenty_parallel_presses_by_one_student_through_the_api_leave_one_session():
     course = CourseFactory(code="DL-101")
-    NotebookProfile.objects.create(slug="quarter", name="Quarter", image="img:1", roles=["student"])
+    NotebookProfile.objects.create(slug="quarter", name="Quarter", image=IMAGE, roles=["student"])
     ada = enrolled(course)
     clients = [client_for(ada) for _ in range(20)]
     barrier = threading.Barrier(20)

@@ -32,6 +32,9 @@ from portal.accounts.models import Notice, Quota
 from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 
+# On the lab's default image allow-list (JOBS_IMAGE_ALLOW), which notebook profiles keep to.
+IMAGE = "quay.io/jupyter/base-notebook:latest"
+
 pytestmark = pytest.mark.usefixtures("hub_settings")
 
 
@@ -156,7 +159,7 @@ def test_the_portal_makes_hub_users_without_admin_rights(course, quarter):
 def test_unknown_and_forbidden_profiles_read_the_same_and_leave_nothing(course, quarter):
     NodeFactory(name="gpu01")
     other_course = CourseFactory(code="CV-210")
-    secret = NotebookProfile.objects.create(slug="cv-only", name="CV", image="img:1")
+    secret = NotebookProfile.objects.create(slug="cv-only", name="CV", image=IMAGE)
     secret.courses.add(other_course)
     ada = student(course, "ada")
     for slug in ("nope", "cv-only", "", "   "):
@@ -168,7 +171,7 @@ def test_unknown_and_forbidden_profiles_read_the_same_and_leave_nothing(course, 
 
 def test_a_profile_over_the_share_quota_is_refused_with_the_limit(course, quarter):
     whole = NotebookProfile.objects.create(
-        slug="whole", name="Whole", image="img:1", roles=["student"], gpu_share=Decimal("1")
+        slug="whole", name="Whole", image=IMAGE, roles=["student"], gpu_share=Decimal("1")
     )
     ada = student(course, "ada")
     with pytest.raises(QuotaExceeded) as caught:
@@ -190,7 +193,7 @@ def test_a_second_notebook_over_the_quota_is_refused(course, quarter):
 @pytest.mark.django_db(transaction=True)
 def test_twenty_parallel_requests_from_one_student_leave_exactly_one_session():
     course = CourseFactory(code="DL-101")
-    profile = NotebookProfile.objects.create(slug="quarter", name="Quarter", image="img:1")
+    profile = NotebookProfile.objects.create(slug="quarter", name="Quarter", image=IMAGE)
     profile.courses.add(course)
     NodeFactory(name="gpu01")
     ada = student(course, "ada")

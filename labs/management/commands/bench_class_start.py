@@ -39,6 +39,7 @@ from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
 SETUP = """
 import datetime as dt, json, os
 from decimal import Decimal
+from labs.images import ImageRule
 from labs.inventory import demo_specs
 from labs.models import NotebookProfile
 from labs.services import inventory_sync
@@ -49,6 +50,7 @@ students, gpus = int(os.environ["BENCH_STUDENTS"]), int(os.environ["BENCH_GPUS"]
 inventory_sync(specs=demo_specs(gpus), source="bench")
 course = Course.objects.create(code="BENCH-101", name="Class start",
                                term_start=dt.date(2000, 1, 1), term_end=dt.date(2999, 1, 1))
+ImageRule.objects.create(pattern="bench/echo:1", description="The echo spawner's stand-in image")
 profile = NotebookProfile.objects.create(slug="bench-quarter", name="Quarter GPU", image="bench/echo:1",
                                          gpu_share=Decimal("0.25"), cpu=Decimal("1"), memory_gb=Decimal("2"),
                                          max_session_h=Decimal("4"), roles=[])

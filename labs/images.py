@@ -1,0 +1,77 @@
+"""The lab's image allow-list: which container images training jobs and notebook profiles may run.
+
+One rule for both (jobs.services.submit and the notebook profiles ask `image_problem`): the references in the
+JOBS_IMAGE_ALLOW setting, plus the enabled rules admins keep in the console (ImageRule).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+# An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
+IMAGE_REFERENCE = re.compile(
+    r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+IMAGE_MAX_LENGTH = 255
+
+
+def image_allowed_by(pattern: str, image: str) -> bool:
+    """`*` matches anything (e.g. "registry.lab.example/*", "pytorch/pytorch:2.*"); otherwise the exact reference."""
+    pattern = pattern.strip()
+    if not pattern:
+        return False
+    if "*" in pattern:
+        return fnmatch.fnmatchcase(image, pattern.replace("[", "[[]").replace("?", "[?]"))
+    return image == pattern
+
+
+class ImageRule(models.Model):
+    """One entry of the image allow-list that admins keep: a job's or a profile's image must match an enabled rule."""
+
+    pattern = models.CharField(
+        max_length=255,
+        unique=True,
+        help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
+    )
+    description = models.CharField(max_length=200, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "labs"
+        # Moved here from the jobs app (labs must not import jobs); the table kept its name, so no data moved.
+        db_table = "jobs_imagerule"
+        ordering = ["pattern"]
+
+    def __str__(self) -> str:
+        return self.pattern
+
+    def clean(self) -> None:
+        if any(ch.isspace() for ch in self.pattern) or not self.pattern.strip("*"):
+            raise ValidationError({"pattern": "A pattern has no spaces and is more than a lone *."})
+
+    def matches(self, image: str) -> bool:
+        return self.enabled and image_allowed_by(self.pattern, image)
+
+
+def image_allowed(image: str) -> bool:
+    if any(image_allowed_by(pattern, image) for pattern in settings.JOBS_IMAGE_ALLOW):
+        return True
+    return any(rule.matches(image) for rule in ImageRule.objects.filter(enabled=True))
+
+
+def image_problem(image: str) -> str | None:
+    """Why `image` may not run in the lab, as a sentence for the person who chose it; None when it may."""
+    if not image:
+        return "Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime."
+    if len(image) > IMAGE_MAX_LENGTH or not IMAGE_REFERENCE.match(image):
+        return "Not an image reference (registry/name:tag, without spaces)."
+    if not image_allowed(image):
+        return f"{image} is not on the lab's image allow-list; ask an admin to add it."
+    return None
