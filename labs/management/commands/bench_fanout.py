@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_secrets, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -158,7 +157,6 @@ class Command(BaseCommand):
             PORTAL_VAR_DIR=str(workdir),
             REDIS_URL=options["redis_url"],
             DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(32),
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="false",
             TELEMETRY_SOURCE="simulator",
@@ -167,6 +165,7 @@ class Command(BaseCommand):
             LOG_LEVEL="WARNING",
             PYTHONUNBUFFERED="1",
         )
+        env.update(throwaway_secrets())
         return env
 
     def _run(self, options, workdir: Path) -> dict:
