@@ -63,8 +63,10 @@ def setup_database(env: dict[str, str], script: str, *, extra_env: dict[str, str
     return json.loads(setup.stdout.strip().splitlines()[-1])
 
 
-def wait_up(url: str, server: subprocess.Popen, *, timeout_s: float = 60) -> None:
-    """Wait until `url` answers 200; fail at once if the server process ends meanwhile."""
+def wait_up(url: str, server: subprocess.Popen, *, timeout_s: float = 300) -> None:
+    """Wait until `url` answers 200; fail at once if the server process ends meanwhile.
+
+    The limit is generous: a loaded machine starts slowly, and a server that dies is noticed at once anyway."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.poll() is not None:

@@ -170,7 +170,7 @@ class Command(BaseCommand):
             oauth_client_secret=env["HUB_OAUTH_CLIENT_SECRET"],
             concurrent_spawn_limit=50,
         )
-        hub.start(timeout=90)
+        hub.start(timeout=300)  # generous: a loaded machine starts slowly; a hub that dies fails at once
         env.update(NOTEBOOKS_HUB_API_URL=hub.api_url, NOTEBOOKS_HUB_PUBLIC_URL=hub.public_url)
         logs = {name: open(workdir / f"{name}.log", "w") for name in ("web", "worker")}  # noqa: SIM115
         processes: dict[str, subprocess.Popen] = {}
