@@ -29,8 +29,11 @@ for drill in "${drills[@]}"; do
     "$python" -m pytest -p no:cacheprovider "$@" || failed+=("$drill")
     kill "$hog"
   elif [ -n "${start[$drill]:-}" ]; then
-    # The clock starts at the drill's moment and advances (monotonic clocks too: Python's sleep needs that).
-    TZ=UTC LD_PRELOAD="$lib" FAKETIME="@${start[$drill]}" \
+    # One offset from the real clock for every process (pytest, the hub, Chromium, the servers): their clocks agree,
+    # as on synced machines; "@time" would start each process's clock anew when it starts. Monotonic clocks are
+    # shifted too (Python's sleep needs that).
+    offset=$(( $(date -u -d "${start[$drill]}" +%s) - $(date -u +%s) ))
+    TZ=UTC LD_PRELOAD="$lib" FAKETIME="$(printf '%+d' "$offset")" \
       "$python" -m pytest -p no:cacheprovider "$@" || failed+=("$drill")
   else
     echo "unknown drill $drill" >&2; exit 2
