@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import socket
 import subprocess
 import sys
@@ -24,6 +25,22 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def throwaway_secrets() -> dict[str, str]:
+    """Every secret the portal demands with DEBUG off, made up for one run: the benchmarks run it as in production."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return {
+        "SECRET_KEY": secrets.token_urlsafe(32),
+        "OIDC_RSA_PRIVATE_KEY": key.decode(),
+        "NOTEBOOKS_HUB_TOKEN": secrets.token_urlsafe(32),
+        "HUB_OAUTH_CLIENT_SECRET": secrets.token_urlsafe(32),
+    }
 
 
 def setup_database(env: dict[str, str], script: str, *, extra_env: dict[str, str], timeout: int = 600) -> object:
@@ -46,8 +63,10 @@ def setup_database(env: dict[str, str], script: str, *, extra_env: dict[str, str
     return json.loads(setup.stdout.strip().splitlines()[-1])
 
 
-def wait_up(url: str, server: subprocess.Popen, *, timeout_s: float = 60) -> None:
-    """Wait until `url` answers 200; fail at once if the server process ends meanwhile."""
+def wait_up(url: str, server: subprocess.Popen, *, timeout_s: float = 300) -> None:
+    """Wait until `url` answers 200; fail at once if the server process ends meanwhile.
+
+    The limit is generous: a loaded machine starts slowly, and a server that dies is noticed at once anyway."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.poll() is not None:

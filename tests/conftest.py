@@ -63,3 +63,23 @@ def browser_client(client, user_of_role):
         return client
 
     return make
+
+
+# --- A fixed "now" for tests whose result names the time of day or the day (never the real clock's hour) --------------
+@pytest.fixture
+def frozen_now(monkeypatch):
+    """Freeze django.utils.timezone.now: frozen_now("2026-03-30 23:30") is 23:30 in the lab's zone (TIME_ZONE).
+
+    Code that calls timezone.now() / timezone.localdate() sees it; returns the aware moment."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    def freeze(local: str | dt.datetime) -> dt.datetime:
+        moment = dt.datetime.fromisoformat(local) if isinstance(local, str) else local
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment)
+        monkeypatch.setattr(timezone, "now", lambda: moment)
+        return moment
+
+    return freeze

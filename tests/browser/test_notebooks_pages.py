@@ -53,6 +53,9 @@ def test_start_a_notebook_and_see_it_become_ready_without_a_reload(live_server, 
     expect(card.locator("progress")).to_be_visible()
 
     ends = now + dt.timedelta(hours=4)
+    # The card shows "14:05" for today and "Tue 14:05" for another day, by the browser's clock: pin that clock to
+    # the session's last day, so the label does not depend on the hour the test runs at.
+    page.clock.set_fixed_time(ends)
     url = "http://127.0.0.1:8001/user/sam/nb1/"
     NotebookSession.objects.filter(pk=session.pk).update(
         status=NotebookStatus.READY, url=url, ready_at=now, ends_at=ends, reason=""
@@ -62,6 +65,8 @@ def test_start_a_notebook_and_see_it_become_ready_without_a_reload(live_server, 
     expect(open_link).to_have_attribute("target", "_blank")
     expect(card).to_contain_text(f"ends at {timezone.localtime(ends):%H:%M}")
     expect(card.get_by_role("button", name="Keep running / Extend")).to_be_visible()
+    page.clock.set_fixed_time(ends + dt.timedelta(days=1))  # seen the day after, it names the day
+    expect(card).to_contain_text(f"ends at {timezone.localtime(ends):%a %H:%M}")
 
     NotebookSession.objects.filter(pk=session.pk).update(
         status=NotebookStatus.STOPPED, url="", stopped_at=timezone.now(), reason="Stopped after 60 minutes idle."

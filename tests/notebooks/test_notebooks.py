@@ -26,6 +26,7 @@ from labs.notebooks.services import (
     notebooks_pass,
     notebooks_stop_course,
 )
+from labs.selectors import week_gpu_hours
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Notice, Quota
@@ -405,10 +406,14 @@ def test_the_session_length_warns_ends_and_can_be_extended_within_the_quota(cour
     extended = notebook_extend(user=ada, session=reload(session), now=later(53)())
     assert extended.ends_at > ends and extended.extensions == 1
 
-    # 54 minutes of a quarter GPU is 0.225 GPU-hours: over a 0.2 quota, nothing more may be added.
-    Quota.objects.create(user=ada, gpu_hours_week=Decimal("0.2"))
+    # Over the weekly quota, nothing more may be added. 54 minutes of a quarter GPU are 0.225 GPU-hours, but the
+    # week may have begun (Monday 00:00) in those minutes: the quota is half of what this week's ledger holds then.
+    at = later(54)()
+    used = week_gpu_hours(ada, now=at)
+    assert used > 0
+    Quota.objects.create(user=ada, gpu_hours_week=used / 2)
     with pytest.raises(QuotaExceeded):
-        notebook_extend(user=ada, session=reload(session), now=later(54)())
+        notebook_extend(user=ada, session=reload(session), now=at)
 
     write_gpu("gpu01", 90.0, later(200)())
     notebooks_pass(now=later(200)())

@@ -31,10 +31,9 @@ import urllib.request
 from pathlib import Path
 
 import requests
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_secrets, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -129,12 +128,6 @@ class Command(BaseCommand):
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def _env(self, options, workdir: Path, database_url: str | None, port: int) -> dict[str, str]:
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
         env = {
             k: v
             for k, v in os.environ.items()
@@ -146,18 +139,15 @@ class Command(BaseCommand):
             DATABASE_URL=database_url or f"sqlite:///{workdir / 'bench.sqlite3'}",
             PORTAL_VAR_DIR=str(workdir),
             DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(32),
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="false",
-            NOTEBOOKS_HUB_TOKEN=settings.NOTEBOOKS_HUB_TOKEN,
-            HUB_OAUTH_CLIENT_SECRET=settings.HUB_OAUTH_CLIENT_SECRET,
-            OIDC_RSA_PRIVATE_KEY=key.decode(),
             NOTEBOOKS_TICK_S="1",
             TOKEN_THROTTLE_RATE="100/min",
             TELEMETRY_COLLECTOR="off",
             LOG_LEVEL="WARNING",
             PYTHONUNBUFFERED="1",
         )
+        env.update(throwaway_secrets())
         if options["redis_url"]:
             env["REDIS_URL"] = options["redis_url"]
         return env
@@ -175,8 +165,14 @@ class Command(BaseCommand):
 
         self._say("==> JupyterHub (echo spawner) on loopback")
         portal_url = f"http://127.0.0.1:{port}"
-        hub = LocalHub(spawner="echo", portal_url=portal_url, concurrent_spawn_limit=50)
-        hub.start(timeout=90)
+        hub = LocalHub(
+            spawner="echo",
+            portal_url=portal_url,
+            token=env["NOTEBOOKS_HUB_TOKEN"],
+            oauth_client_secret=env["HUB_OAUTH_CLIENT_SECRET"],
+            concurrent_spawn_limit=50,
+        )
+        hub.start(timeout=300)  # generous: a loaded machine starts slowly; a hub that dies fails at once
         env.update(NOTEBOOKS_HUB_API_URL=hub.api_url, NOTEBOOKS_HUB_PUBLIC_URL=hub.public_url)
         logs = {name: open(workdir / f"{name}.log", "w") for name in ("web", "worker")}  # noqa: SIM115
         processes: dict[str, subprocess.Popen] = {}

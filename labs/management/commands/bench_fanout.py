@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, wait_up
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_secrets, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -158,7 +157,6 @@ class Command(BaseCommand):
             PORTAL_VAR_DIR=str(workdir),
             REDIS_URL=options["redis_url"],
             DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(32),
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="false",
             TELEMETRY_SOURCE="simulator",
@@ -167,6 +165,7 @@ class Command(BaseCommand):
             LOG_LEVEL="WARNING",
             PYTHONUNBUFFERED="1",
         )
+        env.update(throwaway_secrets())
         return env
 
     def _run(self, options, workdir: Path) -> dict:
@@ -230,6 +229,7 @@ class Command(BaseCommand):
         connected = self._event(client, "connected")
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed; warming up")
         self._event(client, "measuring")
+        load_start = os.getloadavg()[0]  # the figures mean little on a machine busy with other work: say how busy
         rss_start, cpu_start, started = _rss_mb(server.pid), _cpu_s(server.pid), time.monotonic()
         client_cpu_start = _cpu_s(client.pid)
         rss_series = [rss_start]
@@ -240,7 +240,7 @@ class Command(BaseCommand):
                 raise CommandError("The server or the clients stopped during the run.")
             rss_series.append(_rss_mb(server.pid))
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
-        rss_end, cpu = _rss_mb(server.pid), _cpu_s(server.pid) - cpu_start
+        rss_end, cpu, load_end = _rss_mb(server.pid), _cpu_s(server.pid) - cpu_start, os.getloadavg()[0]
         client_cpu = _cpu_s(client.pid) - client_cpu_start
         measured_s = time.monotonic() - started
         # Stop the collector first, so every client can receive the last update before counting.
@@ -275,6 +275,9 @@ class Command(BaseCommand):
             "rss_mb_max": max(rss_series),
             "server_cpu_pct": round(100.0 * cpu / measured_s, 1),
             "clients_cpu_pct": round(100.0 * client_cpu / measured_s, 1),
+            "load_avg_start": round(load_start, 2),
+            "load_avg_end": round(load_end, 2),
+            "cpus": os.cpu_count(),
         }
 
     def _event(self, client: subprocess.Popen, name: str, timeout_s: float = 300) -> dict:
@@ -301,5 +304,7 @@ class Command(BaseCommand):
             f"  server RSS (all its processes): idle {r['rss_mb_idle']} MB, start {r['rss_mb_start']} MB,"
             f" end {r['rss_mb_end']} MB,"
             f" max {r['rss_mb_max']} MB\n"
-            f"  CPU (of one core): server {r['server_cpu_pct']} %, clients {r['clients_cpu_pct']} %"
+            f"  CPU (of one core): server {r['server_cpu_pct']} %, clients {r['clients_cpu_pct']} %\n"
+            f"  machine: {r['cpus']} CPUs, load average (1 min) {r['load_avg_start']} at the start,"
+            f" {r['load_avg_end']} at the end"
         )

@@ -1,0 +1,95 @@
+"""Every benchmark runs in the suite at a tiny size, as README.md runs it: `python manage.py <bench> ... --json`
+in a plain environment (no test settings). It fails if the command fails or its JSON lacks a figure the README
+reports, so no benchmark rots unseen. The figures' values are not judged here (machine speed), only that they are
+there and make sense: percentiles in order, counts that add up, nothing lost or refused at a size this small."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import get_commands
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout"}
+
+
+def manage(*args: str, var_dir: Path, timeout: int = 300) -> dict:
+    """`python manage.py ARGS` as a person runs it from the checkout; its stdout is one JSON object."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "DATABASE_", "REDIS_", "TELEMETRY_", "NOTEBOOKS_", "HUB_", "CELERY_"))
+        and key not in ("DEBUG", "SECRET_KEY", "PORTAL_TEST_DB")
+    }
+    env["PORTAL_VAR_DIR"] = str(var_dir)  # the embedded defaults' SQLite and keys, away from the checkout's var/
+    done = subprocess.run(  # noqa: S603 - this interpreter, our own manage.py
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stderr[-4000:]}"
+    return json.loads(done.stdout)
+
+
+def test_every_benchmark_command_has_a_smoke_run_here():
+    benchmarks = {name for name in get_commands() if name.startswith("bench_") or name == "replay_trace"}
+    assert benchmarks <= SMOKED, f"give {sorted(benchmarks - SMOKED)} a smoke run in tests/test_benchmarks.py"
+
+
+@pytest.mark.parametrize("policy", ["fifo", "portal"])
+def test_replay_trace(tmp_path, policy):
+    # The README replays ../shared/traces/philly_*.csv (not in the checkout): the same columns, 60 jobs of 3 users.
+    trace = tmp_path / "trace.csv"
+    rows = [f"j{n},user{n % 3},{n * 300},{600 + 900 * (n % 7)},{1 + n % 3}" for n in range(60)]
+    trace.write_text("job_id,user,submit_s,duration_s,gpus\n" + "\n".join(rows) + "\n")
+    figures = manage("replay_trace", str(trace), "--gpus", "40", "--policy", policy, "--json", var_dir=tmp_path)
+    assert figures["jobs"] == 60 and figures["gpus"] == 40 and figures["policy"] == policy
+    assert 0 <= figures["mean_wait_s"] <= figures["p95_wait_s"] or figures["p95_wait_s"] == 0
+    assert figures["mean_jct_s"] >= 600
+    assert 0 < figures["utilisation"] <= 1
+    assert figures["idle_gpu_hours_while_waiting"] >= 0
+    assert 0 < figures["jain_index"] <= 1
+    assert set(figures["per_user"]) == {"user0", "user1", "user2"}
+    assert sum(user["jobs"] for user in figures["per_user"].values()) == 60
+
+
+def test_bench_scheduler(tmp_path):
+    figures = manage("bench_scheduler", "--queued", "200", "--gpus", "40", "--repeats", "3", "--json", var_dir=tmp_path)
+    assert figures["queued"] == 200 and figures["gpus"] == 40 and figures["repeats"] == 3
+    assert 0 < figures["pass_ms_median"] <= figures["pass_ms_p95"]
+    assert figures["starts"] >= 0 and figures["preemptions"] >= 0 and figures["waiting"] >= 0
+    assert figures["starts"] + figures["waiting"] <= 200 + figures["preemptions"]
+
+
+def test_bench_class_start(tmp_path):
+    # Two nodes take 8 quarter-GPU notebooks: of 10 students, 8 get one and 2 wait, in press order.
+    figures = manage(
+        "bench_class_start", "--students", "10", "--window-s", "2", "--gpus", "2", "--json", var_dir=tmp_path
+    )
+    assert figures["students"] == 10 and figures["presses"] >= 10
+    assert 0 < figures["p50_answer_ms"] <= figures["p95_answer_ms"] <= figures["p99_answer_ms"]
+    assert figures["errors_5xx"] == 0 and figures["errors_429"] == 0 and figures["quota_violations"] == 0
+    assert (figures["ready"], figures["queued"]) == (8, 2)
+    assert figures["positions_true"] is True and figures["ready_unreachable"] == 0
+
+
+def test_bench_fanout(tmp_path):
+    figures = manage(
+        "bench_fanout", "--clients", "20", "--duration-s", "3", "--warmup-s", "1",
+        "--redis-url", settings.REDIS_URL, "--json", var_dir=tmp_path,
+    )  # fmt: skip
+    assert figures["clients"] == 20 and figures["failed_connections"] == 0
+    assert 0 < figures["p50_latency_ms"] <= figures["p90_latency_ms"] <= figures["p99_latency_ms"]
+    assert figures["p99_latency_ms"] <= figures["max_latency_ms"]
+    assert figures["lost"] == 0 and figures["latencies_measured"] > 0
+    assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
