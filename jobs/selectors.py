@@ -6,8 +6,8 @@ from django.db.models import Q, QuerySet
 
 from jobs.models import ACTIVE_STATES, Dataset, Job, JobState
 from labs.models import HOLDING_STATUSES, Reservation
-from labs.placement import course_ids_of
 from portal.accounts.models import User
+from portal.accounts.selectors import course_ids_active_for
 from portal.errors import NotFound
 
 
@@ -48,7 +48,7 @@ def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
     """Approved or running reservations this person may run jobs in, not yet over."""
     from django.utils import timezone
 
-    course_ids = course_ids_of(user)
+    course_ids = course_ids_active_for(user)
     return (
         Reservation.objects.filter(status__in=HOLDING_STATUSES, ends_at__gt=timezone.now())
         .exclude(status="pending")

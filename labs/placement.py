@@ -18,7 +18,7 @@ from collections import defaultdict
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from labs.models import (
@@ -32,6 +32,7 @@ from labs.models import (
     ReservationStatus,
 )
 from portal.accounts.models import Course, User
+from portal.accounts.selectors import course_ids_active_for
 from portal.errors import PortalError
 
 ONE = Decimal("1")
@@ -88,17 +89,17 @@ class Window:
     reservation_id: int
 
 
-def course_ids_of(user: User) -> frozenset[int]:
-    """Courses whose reservations this person may use: those they take or teach."""
-    return frozenset(
-        Course.objects.filter(Q(enrollments__user=user) | Q(teachers=user)).values_list("id", flat=True).distinct()
-    )
-
-
 def may_use(reservation: Reservation, user: User, course_ids: frozenset[int]) -> bool:
+    """Whether `user` may work in the reservation: it is theirs, or for a course in `course_ids`, which callers take
+    from `course_ids_active_for` (courses in term), so a course whose term ended gives its reservations to nobody."""
     return reservation.owner_id == user.pk or (
         reservation.course_id is not None and reservation.course_id in course_ids
     )
+
+
+def not_yours(reservation: Reservation) -> str:
+    """The one sentence for a reservation someone may not work in, wherever they ask (jobs, notebooks, placement)."""
+    return f"Reservation {reservation.pk} is not yours, nor for a course of yours that is in term."
 
 
 def reserved_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[tuple[Window, Reservation]]]:
@@ -119,7 +120,7 @@ def blocking_windows(user: User, starts_at: dt.datetime, ends_at: dt.datetime) -
 
     The job queue reads this to keep jobs off nodes whose reservations they would run into.
     """
-    course_ids = course_ids_of(user)
+    course_ids = course_ids_active_for(user, today=timezone.localdate(starts_at))
     return {
         node_id: blocked
         for node_id, windows in reserved_windows(starts_at, ends_at).items()
@@ -155,12 +156,12 @@ def place(claim: Claim) -> Placement:
     if claim.nodes > 1 and claim.share < ONE:
         raise PortalError("Work across several nodes takes whole GPUs.")
 
-    course_ids = course_ids_of(claim.user)
+    course_ids = course_ids_active_for(claim.user, today=timezone.localdate(claim.starts_at))
     windows = reserved_windows(claim.starts_at, claim.ends_at)
     if claim.reservation is not None:
         reservation = claim.reservation
         if not may_use(reservation, claim.user, course_ids):
-            raise NoCapacity("That reservation is not yours or your course's.")
+            raise NoCapacity(not_yours(reservation))
         if reservation.status not in HOLDING_STATUSES or reservation.status == ReservationStatus.PENDING:
             raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
         if claim.starts_at < reservation.starts_at or claim.ends_at > reservation.ends_at:

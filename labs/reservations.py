@@ -27,12 +27,12 @@ from labs.models import (
     ReservationNode,
     ReservationStatus,
 )
-from labs.placement import course_ids_of, may_use
+from labs.placement import may_use
 from labs.selectors import week_start
 from labs.signals import allocations_ended
 from portal.accounts.models import Course, User
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import effective_quota
+from portal.accounts.selectors import course_ids_active_for, effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 
@@ -496,9 +496,11 @@ def _foreign_allocations(reservation: Reservation):
     allocations = Allocation.objects.filter(
         ends_at__isnull=True, gpu__node__in=node_ids, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB]
     ).select_related("user", "gpu__node")
+    # Whose courses are in term when the window begins: that is when others' work is ended.
+    today = timezone.localdate(reservation.starts_at)
     cache: dict[int, frozenset[int]] = {}
     for allocation in allocations:
-        course_ids = cache.setdefault(allocation.user_id, course_ids_of(allocation.user))
+        course_ids = cache.setdefault(allocation.user_id, course_ids_active_for(allocation.user, today=today))
         if not may_use(reservation, allocation.user, course_ids):
             yield allocation
 
@@ -560,7 +562,9 @@ def _was_used(reservation: Reservation, now: dt.datetime) -> bool:
     ).filter(Q(ends_at__isnull=True) | Q(ends_at__gt=reservation.starts_at))
     course_ids: dict[int, frozenset[int]] = {}
     for allocation in used.select_related("user"):
-        ids = course_ids.setdefault(allocation.user_id, course_ids_of(allocation.user))
+        ids = course_ids.setdefault(
+            allocation.user_id, course_ids_active_for(allocation.user, today=timezone.localdate(now))
+        )
         if may_use(reservation, allocation.user, ids):
             return True
     return False

@@ -20,8 +20,9 @@ from labs.models import (
     ReservationNode,
     ReservationStatus,
 )
-from labs.placement import course_ids_of, may_use
+from labs.placement import may_use
 from portal.accounts.models import User
+from portal.accounts.selectors import course_ids_active_for
 from portal.errors import NotFound, NotPermitted
 
 
@@ -161,7 +162,7 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     def pct(moment: dt.datetime) -> float:
         return round(100 * (min(max(moment, start), end) - start).total_seconds() / total, 3)
 
-    course_ids = course_ids_of(viewer)
+    course_ids = course_ids_active_for(viewer)
     rows = (
         ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
         .exclude(reservation__status=ReservationStatus.CANCELLED)
@@ -221,7 +222,7 @@ def reservations_pending() -> QuerySet[Reservation]:
 def node_reservations(viewer: User, node_ids: list[int], *, now: dt.datetime | None = None) -> dict[int, dict]:
     """Per node, the current and the next holding reservation, as far as `viewer` may know."""
     now = now or timezone.now()
-    course_ids = course_ids_of(viewer)
+    course_ids = course_ids_active_for(viewer)
     found: dict[int, dict] = {node_id: {"current": None, "next": None} for node_id in node_ids}
     rows = (
         ReservationNode.objects.filter(node_id__in=node_ids, holds=True, ends_at__gt=now)

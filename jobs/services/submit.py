@@ -33,11 +33,11 @@ from jobs.services.scheduling import Preview, formatter, preview, user_key
 from jobs.services.transitions import job_request_stop, transition
 from labs.images import image_problem
 from labs.models import AllocationKind, Gpu, NodeStatus, Reservation, ReservationStatus
-from labs.placement import course_ids_of, may_use
+from labs.placement import may_use, not_yours
 from labs.selectors import gpu_hours, week_start
 from portal.accounts.models import Course, User
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import courses_active_for, effective_quota
+from portal.accounts.selectors import course_ids_active_for, courses_active_for, effective_quota
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 
 MAX_ARGS = 256
@@ -162,11 +162,8 @@ def _check_reservation(
     if reservation is None:
         errors["reservation"] = "No such reservation."
         return None
-    if not may_use(reservation, user, course_ids_of(user)):
-        raise NotPermitted(
-            f"Reservation {reservation.pk} is not yours or your course's.",
-            fields={"reservation": ["Not a reservation you may use."]},
-        )
+    if not may_use(reservation, user, course_ids_active_for(user, today=timezone.localdate(now))):
+        raise NotPermitted(not_yours(reservation), fields={"reservation": [not_yours(reservation)]})
     if reservation.status not in (ReservationStatus.APPROVED, ReservationStatus.ACTIVE) or reservation.ends_at <= now:
         errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."
     elif max_runtime_s and max(reservation.starts_at, now) + dt.timedelta(seconds=max_runtime_s) > reservation.ends_at:

@@ -30,13 +30,13 @@ from labs.models import (
 from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import may_stop, profiles_offered
-from labs.placement import Claim, NoCapacity, allocate, course_ids_of
+from labs.placement import Claim, NoCapacity, allocate
 from labs.selectors import week_gpu_hours, week_start
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import courses_active_for, effective_quota
+from portal.accounts.selectors import course_ids_active_for, courses_active_for, effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
 
@@ -591,7 +591,7 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
     for session in queued.order_by("requested_at", "id")[:1000]:
         share = session.profile.gpu_share
         if session.user_id not in courses_of:
-            courses_of[session.user_id] = course_ids_of(session.user)
+            courses_of[session.user_id] = course_ids_active_for(session.user, today=timezone.localdate(now))
         key = courses_of[session.user_id]
         if key in blocked_at and share >= blocked_at[key]:
             continue

@@ -19,6 +19,7 @@ from typing import Any
 
 from labs.models import AllocationKind, NodeStatus
 from portal.accounts.models import Course, Enrollment, Role, User
+from portal.accounts.selectors import courses_in_term
 
 PUBLIC_FIELDS = (
     "node",
@@ -59,11 +60,15 @@ def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
     users = {user.pk: user for user in User.objects.filter(pk__in=ids, is_active=True)}
     enrolled: dict[int, set[int]] = {pk: set() for pk in users}
     taught: dict[int, set[int]] = {pk: set() for pk in users}
-    for user_id, course_id in Enrollment.objects.filter(user_id__in=users).values_list("user_id", "course_id"):
-        enrolled[user_id].add(course_id)
-    for user_id, course_id in Course.teachers.through.objects.filter(user_id__in=users).values_list(
+    # Only courses in term count: an ended course shows its people nothing more than any student sees.
+    in_term = courses_in_term().values("id")
+    for user_id, course_id in Enrollment.objects.filter(user_id__in=users, course_id__in=in_term).values_list(
         "user_id", "course_id"
     ):
+        enrolled[user_id].add(course_id)
+    for user_id, course_id in Course.teachers.through.objects.filter(
+        user_id__in=users, course_id__in=in_term
+    ).values_list("user_id", "course_id"):
         taught[user_id].add(course_id)
     all_taught = set().union(*taught.values()) if taught else set()
     students_of: dict[int, set[int]] = {}

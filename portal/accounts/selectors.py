@@ -92,14 +92,24 @@ def role_of(user: User) -> str:
     return Role.ADMIN if user.is_lab_admin else user.role
 
 
+def courses_in_term(*, today: dt.date | None = None) -> QuerySet[Course]:
+    """Courses whose term includes `today` (the lab's local date): the one rule for when a course gives access.
+
+    A course gives its students and teachers access from the first day of its term to the last, inclusive, in the
+    lab's time zone; the day after `term_end` it gives nothing (no grace: a course that needs more time extends
+    its term in the admin console)."""
+    today = today or timezone.localdate()
+    return Course.objects.filter(term_start__lte=today, term_end__gte=today)
+
+
 def courses_active_for(user: User, *, today: dt.date | None = None) -> QuerySet[Course]:
     """Courses that currently give this user access: enrolled or teaching, term not over."""
-    today = today or timezone.localdate()
-    return (
-        Course.objects.filter(Q(enrollments__user=user) | Q(teachers=user))
-        .filter(term_start__lte=today, term_end__gte=today)
-        .distinct()
-    )
+    return courses_in_term(today=today).filter(Q(enrollments__user=user) | Q(teachers=user)).distinct()
+
+
+def course_ids_active_for(user: User, *, today: dt.date | None = None) -> frozenset[int]:
+    """The ids of `courses_active_for`: whose reservations, profiles and GPUs this person may use."""
+    return frozenset(courses_active_for(user, today=today).values_list("id", flat=True))
 
 
 def courses_of(user: User) -> list[dict]:
