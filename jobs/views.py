@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from jobs.forms import JobForm
 from jobs.selectors import job_for, jobs_visible_to, may_cancel
@@ -27,6 +27,7 @@ def _visible(request: HttpRequest, job_id: int):
 
 
 @login_required
+@require_safe
 def job_list(request: HttpRequest) -> HttpResponse:
     jobs = jobs_visible_to(request.user)[:100]
     return render(request, "jobs/list.html", {"jobs": jobs})
@@ -63,6 +64,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _visible(request, job_id)
     try:

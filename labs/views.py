@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from labs.forms import ReservationForm
 from labs.models import NodeStatus, ReservationStatus
@@ -30,6 +30,7 @@ from portal.errors import NotFound, NotPermitted, PortalError
 
 
 @login_required
+@require_safe
 def node_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     nodes = nodes_visible_to(request.user)
@@ -63,6 +64,7 @@ def _owned(request: HttpRequest, reservation_id: int):
 
 
 @login_required
+@require_safe
 def reservation_timeline(request: HttpRequest) -> HttpResponse:
     week = reservation_week(request.user, _monday(request.GET.get("week")))
     context = {"week": week, "highlight": request.GET.get("highlight", "")}
@@ -146,6 +148,7 @@ def _initial(request: HttpRequest) -> dict:
 
 
 @login_required
+@require_safe
 def reservation_detail(request: HttpRequest, reservation_id: int) -> HttpResponse:
     reservation = _owned(request, reservation_id)
     return render(
@@ -175,6 +178,7 @@ def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpRe
 
 
 @login_required
+@require_safe
 def reservation_approvals(request: HttpRequest) -> HttpResponse:
     if not request.user.is_lab_admin:
         raise PermissionDenied("Only admins approve reservations.")

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from labs.models import Node
 from labs.telemetry.charts import gpu_charts
@@ -15,6 +16,7 @@ from labs.telemetry.visibility import viewer_for
 
 
 @login_required
+@require_safe
 def gpu_board(request: HttpRequest) -> HttpResponse:
     viewer = viewer_for(request.user)
     gpus = gpus_visible_to(request.user, viewer=viewer)
@@ -28,6 +30,7 @@ def gpu_board(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def node_detail(request: HttpRequest, name: str) -> HttpResponse:
     node = get_object_or_404(Node.objects.prefetch_related("gpus"), name=name)
     viewer = viewer_for(request.user)

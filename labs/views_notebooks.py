@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from labs.forms_notebooks import NotebookProfileForm, NotebookStartForm, profile_card, share_label
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus
@@ -190,6 +190,7 @@ def notebook_stop_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def notebooks_course(request: HttpRequest) -> HttpResponse:
     _staff_only(request, "Your courses' notebooks")
     return render(request, "notebooks/course.html", {"rows": course_sessions(request.user)})
@@ -237,6 +238,7 @@ def _apply_errors(form: NotebookProfileForm, exc: PortalError) -> None:
 
 
 @login_required
+@require_safe
 def notebook_profiles(request: HttpRequest) -> HttpResponse:
     _staff_only(request, "Notebook profiles")
     profiles = profiles_editable_by(request.user).order_by("-is_active", "name")

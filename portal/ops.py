@@ -10,12 +10,14 @@ from django.core import checks
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
 
 log = logging.getLogger(__name__)
 
 
 @never_cache
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
@@ -46,6 +48,7 @@ def _check_redis() -> str | None:
 
 
 @never_cache
+@require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = {"database": _check_database(), "redis": _check_redis()}
     failed = {name: problem for name, problem in checks.items() if problem}
@@ -87,6 +90,7 @@ METRICS_CLOSED = "/metrics is closed: set METRICS_TOKEN and scrape with Authoriz
 
 
 @never_cache
+@require_safe
 def metrics(request: HttpRequest) -> HttpResponse:
     if settings.METRICS_TOKEN:
         supplied = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()

@@ -1,97 +1,237 @@
-"""Every endpoint and page, every role, the status code each one gets."""
+"""Every route, every method, every role: the status each one gets, generated from the URL configuration.
+
+The matrix below has one row per route of `portal/urls.py` (the admin console's routes are generated from its
+registry). A route added without a row fails `test_every_route_has_a_row`, and each row is checked for anonymous,
+student, teacher and admin with GET, POST, PUT, PATCH and DELETE (an empty body; objects that do not exist).
+A method a row does not name gets its kind's default: pages send the anonymous to sign in and answer 405 to the
+rest; the API answers 401 to the anonymous and 405 to the rest.
+
+The rules the rows follow: a thing the caller may not see is 404 (page and API alike); a role that may not do
+something at all is 403 before any object is looked up; the anonymous are sent to sign in (pages) or get 401 (API).
+"""
+
+from __future__ import annotations
+
+import re
 
 import pytest
+from django.contrib import admin
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.test import APIClient
 
+from portal.accounts.services import token_issue
 from tests.conftest import ROLES
+from tests.factories import PASSWORD, UserFactory
 
-API_MATRIX = {
-    # path: expected status for anonymous, student, teacher, admin
-    "/api/v1/me/": (401, 200, 200, 200),
-    "/api/v1/nodes/": (401, 200, 200, 200),
-    "/api/v1/reservations/": (401, 403, 200, 200),
-    "/api/v1/reservations/999999/": (401, 403, 404, 404),
+METHODS = ("get", "post", "put", "patch", "delete")
+PAGE = (302, 405, 405, 405)  # a page's default for a method it does not take: sign in first, then 405
+API = (401, 405, 405, 405)
+PUBLIC = (405, 405, 405, 405)  # public endpoints: 405 for everyone
+
+# route: {method: (anonymous, student, teacher, admin), "other": default for the methods not named}
+MATRIX: dict[str, dict[str, tuple[int, int, int, int]]] = {
+    # --- pages ---------------------------------------------------------------------------------------------------
+    "": {"get": (302, 200, 200, 200)},
+    "login/": {"get": (200, 302, 302, 302), "post": (400, 302, 302, 302), "other": (405, 302, 302, 302)},
+    "logout/": {"post": (302, 302, 302, 302), "other": PUBLIC},
+    "account/": {"get": (302, 200, 200, 200), "post": (302, 302, 302, 302)},
+    "account/password/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},
+    "notices/<int:notice_id>/dismiss/": {"post": (302, 404, 404, 404)},
+    "lab/nodes/": {"get": (302, 200, 200, 200)},
+    "lab/nodes/<str:name>/": {"get": (302, 404, 404, 404)},
+    "lab/gpus/": {"get": (302, 200, 200, 200)},
+    "lab/reservations/": {"get": (302, 200, 200, 200)},
+    "lab/reservations/new/": {"get": (302, 403, 200, 200), "post": (302, 403, 400, 400)},
+    "lab/reservations/approvals/": {"get": (302, 403, 403, 200)},
+    "lab/reservations/<int:reservation_id>/": {"get": (302, 403, 404, 404)},
+    "lab/reservations/<int:reservation_id>/cancel/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
+    "lab/reservations/<int:reservation_id>/decide/": {"post": (302, 403, 403, 404)},
+    "jobs/": {"get": (302, 200, 200, 200)},
+    "jobs/new/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},
+    "jobs/<int:job_id>/": {"get": (302, 404, 404, 404)},
+    "jobs/<int:job_id>/cancel/": {"get": (302, 404, 404, 404), "post": (302, 404, 404, 404)},
+    "notebooks/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},  # POST without a profile
+    "notebooks/<int:notebook_id>/stop/": {"get": (302, 404, 404, 404), "post": (302, 404, 404, 404)},
+    "notebooks/<int:notebook_id>/extend/": {"post": (302, 404, 404, 404)},
+    "notebooks/course/": {"get": (302, 403, 200, 200)},
+    "notebooks/course/<str:code>/stop/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
+    "notebooks/profiles/": {"get": (302, 403, 200, 200)},
+    "notebooks/profiles/new/": {"get": (302, 403, 200, 200), "post": (302, 403, 400, 400)},
+    "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
+    "notebooks/profiles/<slug:slug>/deactivate/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
+    "notebooks/profiles/<slug:slug>/activate/": {"post": (302, 403, 404, 404)},
+    # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
+    # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
+    "o/authorize/": {"get": (302, 400, 400, 400), "post": (302, 200, 200, 200), "put": (302, 200, 200, 200)},
+    "o/token/": {"post": (400, 400, 400, 400), "other": PUBLIC},
+    "o/revoke_token/": {"post": (400, 400, 400, 400), "other": PUBLIC},
+    "o/userinfo/": {"get": (401, 401, 401, 401), "post": (401, 401, 401, 401), "other": PUBLIC},  # bearer only
+    r"o/^\.well-known/openid-configuration/?$": {"get": (200, 200, 200, 200), "other": PUBLIC},
+    "o/.well-known/jwks.json": {"get": (200, 200, 200, 200), "other": PUBLIC},
+    "o/.well-known/oauth-authorization-server": {"get": (200, 200, 200, 200), "other": PUBLIC},
+    # --- operations: outside DEBUG (as pytest-django runs) and without METRICS_TOKEN, /metrics is closed ----------
+    "healthz": {"get": (200, 200, 200, 200), "other": PUBLIC},
+    "readyz": {"get": (200, 200, 200, 200), "other": PUBLIC},
+    "metrics": {"get": (403, 403, 403, 403), "other": PUBLIC},
+    # --- the API (v1) --------------------------------------------------------------------------------------------
+    "api/v1/me/": {"get": (401, 200, 200, 200)},
+    "api/v1/token/": {"post": (400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
+    "api/v1/nodes/": {"get": (401, 200, 200, 200)},
+    "api/v1/reservations/": {"get": (401, 403, 200, 200), "post": (401, 403, 400, 400), "other": (401, 403, 405, 405)},
+    "api/v1/reservations/<int:reservation_id>/": {
+        "get": (401, 403, 404, 404),
+        "delete": (401, 403, 404, 404),
+        "other": (401, 403, 405, 405),
+    },
+    "api/v1/reservations/<int:reservation_id>/approve/": {"post": (401, 403, 403, 404), "other": (401, 403, 403, 405)},
+    "api/v1/reservations/<int:reservation_id>/reject/": {"post": (401, 403, 403, 404), "other": (401, 403, 403, 405)},
+    "api/v1/availability/": {"get": (401, 400, 400, 400)},  # without a window
+    "api/v1/gpus/": {"get": (401, 200, 200, 200)},
+    "api/v1/agent/samples/": {"post": (401, 401, 401, 401), "other": (401, 401, 401, 401)},  # node agent keys only
+    "api/v1/profiles/": {"get": (401, 200, 200, 200)},
+    "api/v1/notebooks/": {"get": (401, 200, 200, 200), "post": (401, 400, 400, 400)},
+    "api/v1/notebooks/<int:notebook_id>/": {"get": (401, 404, 404, 404), "delete": (401, 404, 404, 404)},
+    "api/v1/notebooks/<int:notebook_id>/extend/": {"post": (401, 404, 404, 404)},
+    "api/v1/jobs/": {"get": (401, 200, 200, 200), "post": (401, 400, 400, 400)},
+    "api/v1/jobs/preview/": {"post": (401, 400, 400, 400)},
+    "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404)},
+    "api/v1/schema/": {"get": (401, 200, 200, 200)},
+    "api/v1/docs/": {"get": (401, 200, 200, 200)},
+    "api/v1/redoc/": {"get": (401, 200, 200, 200)},
+    "api/v1/^.*$": {method: (404, 404, 404, 404) for method in METHODS},  # unknown API paths, in JSON
+}
+
+# Paths with a query that changes who may do what: (path, expected GET for each role).
+VARIANTS = {
     "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200),
-    "/api/v1/profiles/": (401, 200, 200, 200),
-    "/api/v1/notebooks/": (401, 200, 200, 200),
     "/api/v1/notebooks/?mine=true": (401, 200, 200, 200),
-    "/api/v1/notebooks/999999/": (401, 404, 404, 404),
-    "/api/v1/schema/": (401, 200, 200, 200),
-    "/api/v1/docs/": (401, 200, 200, 200),
-    "/api/v1/redoc/": (401, 200, 200, 200),
-    "/api/v1/no-such-thing/": (404, 404, 404, 404),
+    "/lab/reservations/?week=2030-01-07": (302, 200, 200, 200),
 }
 
-PAGE_MATRIX = {
-    # path: expected status for anonymous (302 = sent to sign in), student, teacher, admin
-    "/": (302, 200, 200, 200),
-    "/account/": (302, 200, 200, 200),
-    "/account/password/": (302, 200, 200, 200),
-    "/lab/nodes/": (302, 200, 200, 200),
-    "/lab/reservations/": (302, 200, 200, 200),
-    "/lab/reservations/new/": (302, 403, 200, 200),
-    "/lab/reservations/approvals/": (302, 403, 403, 200),
-    "/lab/reservations/999999/": (302, 403, 404, 404),
-    "/lab/reservations/999999/cancel/": (302, 403, 404, 404),
-    "/notebooks/": (302, 200, 200, 200),
-    "/notebooks/999999/stop/": (302, 404, 404, 404),
-    "/notebooks/course/": (302, 403, 200, 200),
-    "/notebooks/course/NO-SUCH/stop/": (302, 403, 404, 404),
-    "/notebooks/profiles/": (302, 403, 200, 200),
-    "/notebooks/profiles/new/": (302, 403, 200, 200),
-    "/notebooks/profiles/no-such/edit/": (302, 403, 404, 404),
-    "/notebooks/profiles/no-such/deactivate/": (302, 403, 404, 404),
-    "/admin/labs/reservation/": (302, 302, 302, 200),
-    "/admin/labs/notebookprofile/": (302, 302, 302, 200),
-    "/admin/labs/notebooksession/": (302, 302, 302, 200),
-    "/admin/": (302, 302, 302, 200),
-    "/admin/accounts/user/": (302, 302, 302, 200),
-    "/admin/accounts/course/": (302, 302, 302, 200),
-    "/admin/accounts/quota/": (302, 302, 302, 200),
-    "/admin/labs/node/": (302, 302, 302, 200),
-    "/admin/labs/allocation/": (302, 302, 302, 200),
-    "/login/": (200, 302, 302, 302),
-    # The hub's one login: a sign-in request without a client is refused; userinfo takes a bearer token only.
-    "/o/authorize/": (302, 400, 400, 400),
-    "/o/userinfo/": (401, 401, 401, 401),
-    "/o/.well-known/openid-configuration": (200, 200, 200, 200),
-    "/o/.well-known/jwks.json": (200, 200, 200, 200),
-    "/healthz": (200, 200, 200, 200),
-    "/readyz": (200, 200, 200, 200),
-    # Outside DEBUG (as pytest-django runs) and without METRICS_TOKEN: closed to everyone, signed in or not.
-    "/metrics": (403, 403, 403, 403),
-}
+JSON_CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
+
+
+def routes(resolver=None) -> dict[str, URLPattern]:
+    """Every route of the URL configuration but the admin console's, by its pattern."""
+
+    def walk(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern), pattern
+
+    found = walk((resolver or get_resolver()).url_patterns)
+    return {route: pattern for route, pattern in found if not route.startswith("admin/")}
+
+
+def missing_rows(resolver=None) -> set[str]:
+    return set(routes(resolver)) - set(MATRIX)
+
+
+def sample_path(route: str) -> str:
+    """A path the route matches, naming objects that do not exist."""
+    path = re.sub(r"<int:[^>]+>", "999999", route)
+    path = re.sub(r"<(?:str|slug):[^>]+>", "no-such", path)
+    path = path.replace("^.*$", "no-such-thing/").replace("/?$", "").replace("\\.", ".").replace("^", "")
+    return "/" + path
+
+
+def expected(route: str, method: str) -> tuple[int, int, int, int]:
+    row = MATRIX[route]
+    return row.get(method) or row.get("other") or (API if route.startswith("api/") else PAGE)
+
+
+def client_for(role: str, *, api: bool):
+    if role == "anonymous":
+        return APIClient() if api else Client()
+    user = UserFactory(username=f"{role}-matrix", role=role)
+    if api:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)}")
+        return client
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+def test_every_route_has_a_row():
+    assert not missing_rows(), f"add rows to MATRIX in tests/test_role_matrix.py for {sorted(missing_rows())}"
+    assert not set(MATRIX) - set(routes()), "rows for routes that no longer exist"
+
+
+def test_a_new_route_without_a_row_fails_the_matrix(settings):
+    """The check is real: a URL configuration with one more route is reported until the route has a row."""
+    from django.urls import path
+
+    import portal.urls
+
+    class UrlConf:
+        urlpatterns = [*portal.urls.urlpatterns, path("lab/new-thing/", lambda request: None, name="new-thing")]
+
+    from django.urls.resolvers import RegexPattern, URLResolver
+
+    resolver = URLResolver(RegexPattern(r"^/"), UrlConf)
+    assert missing_rows(resolver) == {"lab/new-thing/"}
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path,expected", API_MATRIX.items(), ids=list(API_MATRIX))
-@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
-def test_api_role_matrix(api_as, path, expected, role_index, role):
-    response = api_as(role).get(
-        path, HTTP_ACCEPT="text/html" if path.endswith("doc/") or path.endswith("docs/") else "application/json"
-    )
-    assert response.status_code == expected[role_index]
-    if response.status_code in (401, 404) and response["Content-Type"] == "application/json":
-        assert response.json()["code"] in ("not_authenticated", "not_found")
+@pytest.mark.parametrize("route", list(MATRIX), ids=[route or "/" for route in MATRIX])
+def test_role_matrix(route):
+    api = route.startswith("api/")
+    path = sample_path(route)
+    got, want = {}, {}
+    for role_index, role in enumerate(ROLES):
+        client = client_for(role, api=api)
+        for method in METHODS:
+            if api and method != "get":
+                response = getattr(client, method)(path, {}, format="json")
+            else:
+                response = getattr(client, method)(path, {} if method != "get" else None)
+            got[(role, method)] = response.status_code
+            want[(role, method)] = expected(route, method)[role_index]
+            if response.status_code == 302 and role == "anonymous" and route not in ("logout/",):
+                assert "/login/" in response["Location"], (method, path)
+            if api and response.get("Content-Type") == "application/json" and response.status_code in JSON_CODES:
+                body = response.json()
+                assert body["code"] in (JSON_CODES[response.status_code], "parse_error", "authentication_failed"), (
+                    method,
+                    role,
+                    body,
+                )
+                assert body.get("detail"), (method, role, body)
+    wrong = {key: (got[key], want[key]) for key in got if got[key] != want[key]}
+    assert not wrong, f"{path}: (role, method): (got, expected) {wrong}"
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
-@pytest.mark.parametrize("path", ["/api/v1/me/", "/api/v1/nodes/"])
-def test_read_only_endpoints_refuse_writes_for_every_role(api_as, method, path):
-    for role in ("student", "teacher", "admin"):
-        response = getattr(api_as(role), method)(path, {}, format="json")
-        assert response.status_code == 405
-        assert response.json()["code"] == "method_not_allowed"
+@pytest.mark.parametrize("path,codes", VARIANTS.items(), ids=list(VARIANTS))
+def test_role_matrix_variants(path, codes):
+    for role_index, role in enumerate(ROLES):
+        response = client_for(role, api=path.startswith("/api/")).get(path)
+        assert response.status_code == codes[role_index], (role, path)
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path,expected", PAGE_MATRIX.items(), ids=list(PAGE_MATRIX))
-@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
-def test_page_role_matrix(browser_client, path, expected, role_index, role):
-    response = browser_client(role).get(path)
-    assert response.status_code == expected[role_index]
-    if response.status_code == 302 and role == "anonymous":
-        assert "/login/" in response["Location"]
+@pytest.mark.parametrize(
+    "model", [model for model in admin.site._registry], ids=[m._meta.label for m in admin.site._registry]
+)
+def test_admin_console_is_for_admins_only(model):
+    """Every model in the admin console: its list and add pages are for admins; others are sent to sign in."""
+    opts = model._meta
+    for name in ("changelist", "add"):
+        path = reverse(f"admin:{opts.app_label}_{opts.model_name}_{name}")
+        for role in ROLES:
+            response = client_for(role, api=False).get(path)
+            if role == "admin":
+                assert response.status_code in (200, 403), (path, response.status_code)  # 403: no adding by hand
+                if name == "changelist":
+                    assert response.status_code == 200, path
+            else:
+                assert response.status_code == 302 and "/admin/login/" in response["Location"], (role, path)
 
 
 @pytest.mark.django_db
@@ -101,49 +241,3 @@ def test_dashboard_is_the_one_for_the_role(browser_client, role):
     marker = {"student": "Here is what you can use this week", "teacher": "Courses you teach", "admin": "Lab overview"}
     assert marker[role] in page
     assert ("Admin console" in page) is (role == "admin")
-
-
-WRITE_MATRIX = {
-    # (method, path): expected status for anonymous, student, teacher, admin (with an empty JSON body)
-    ("post", "/api/v1/reservations/"): (401, 403, 400, 400),
-    ("delete", "/api/v1/reservations/999999/"): (401, 403, 404, 404),
-    ("post", "/api/v1/reservations/999999/approve/"): (401, 403, 403, 404),
-    ("post", "/api/v1/reservations/999999/reject/"): (401, 403, 403, 404),
-    ("post", "/api/v1/notebooks/"): (401, 400, 400, 400),
-    ("delete", "/api/v1/notebooks/999999/"): (401, 404, 404, 404),
-    ("post", "/api/v1/notebooks/999999/extend/"): (401, 404, 404, 404),
-}
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("call,expected", WRITE_MATRIX.items(), ids=[f"{m} {p}" for m, p in WRITE_MATRIX])
-@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
-def test_api_write_role_matrix(api_as, call, expected, role_index, role):
-    method, path = call
-    response = getattr(api_as(role), method)(path, {}, format="json")
-    assert response.status_code == expected[role_index]
-    codes = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
-    assert response.json()["code"] == codes[response.status_code]
-
-
-PAGE_WRITE_MATRIX = {
-    # path: expected status of a POST for anonymous (302 = sent to sign in), student, teacher, admin
-    "/notebooks/": (302, 400, 400, 400),  # no profile chosen
-    "/notebooks/999999/stop/": (302, 404, 404, 404),
-    "/notebooks/999999/extend/": (302, 404, 404, 404),
-    "/notebooks/course/NO-SUCH/stop/": (302, 403, 404, 404),
-    "/notebooks/profiles/new/": (302, 403, 400, 400),  # an empty form
-    "/notebooks/profiles/no-such/edit/": (302, 403, 404, 404),
-    "/notebooks/profiles/no-such/deactivate/": (302, 403, 404, 404),
-    "/notebooks/profiles/no-such/activate/": (302, 403, 404, 404),
-}
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("path,expected", PAGE_WRITE_MATRIX.items(), ids=list(PAGE_WRITE_MATRIX))
-@pytest.mark.parametrize("role_index,role", enumerate(ROLES), ids=ROLES)
-def test_page_write_role_matrix(browser_client, path, expected, role_index, role):
-    response = browser_client(role).post(path, {})
-    assert response.status_code == expected[role_index]
-    if response.status_code == 302:
-        assert "/login/" in response["Location"]

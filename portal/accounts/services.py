@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 
 from portal.accounts.models import Course, Enrollment, Notice, NoticeLevel, Role, User
 from portal.accounts.selectors import token_expired
+from portal.errors import NotFound
 
 
 @transaction.atomic
@@ -103,4 +104,8 @@ def notice_send(*, user: User, text: str, ref: str = "", level: str = NoticeLeve
 
 
 def notice_dismiss(*, user: User, notice_id: int) -> bool:
-    return bool(Notice.objects.filter(user=user, pk=notice_id, read_at__isnull=True).update(read_at=timezone.now()))
+    """Mark one of the person's notices read; True if it was unread. Someone else's or a missing one: NotFound."""
+    mine = Notice.objects.filter(user=user, pk=notice_id)
+    if not mine.exists():
+        raise NotFound("No such notice.")
+    return bool(mine.filter(read_at__isnull=True).update(read_at=timezone.now()))

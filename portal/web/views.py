@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from labs.notebooks.selectors import notebooks_live_of
 from labs.selectors import lab_summary, reservations_of, reservations_pending, usage_of
@@ -23,11 +23,13 @@ from portal.accounts.selectors import (
     token_of,
 )
 from portal.accounts.services import notice_dismiss, token_issue, token_revoke
+from portal.errors import NotFound
 
 
 class LoginView(auth_views.LoginView):
     template_name = "auth/login.html"
     redirect_authenticated_user = True
+    http_method_names = ["get", "post", "head", "options"]  # a form: no PUT standing in for POST
 
     def form_invalid(self, form):
         # A failed sign-in is bad input: say so with a 400, and the form shows why.
@@ -39,6 +41,7 @@ class LoginView(auth_views.LoginView):
 class PasswordChangeView(auth_views.PasswordChangeView):
     template_name = "auth/password_change.html"
     success_url = reverse_lazy("account")
+    http_method_names = ["get", "post", "head", "options"]
 
     def form_valid(self, form):
         had_token = token_of(self.request.user) is not None
@@ -62,6 +65,7 @@ def _meter(used: float, allowed: float) -> dict:
 
 
 @login_required
+@require_safe
 def dashboard(request: HttpRequest) -> HttpResponse:
     user: User = request.user
     quota = effective_quota(user)
@@ -132,5 +136,8 @@ def account(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def notice_dismiss_view(request: HttpRequest, notice_id: int) -> HttpResponse:
-    notice_dismiss(user=request.user, notice_id=notice_id)
+    try:
+        notice_dismiss(user=request.user, notice_id=notice_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
     return redirect("dashboard")

@@ -27,12 +27,13 @@ def test_nobody_dismisses_another_persons_notice(client):
     UserFactory(username="eve")
     client.login(username="eve", password=PASSWORD)
     assert "For Sam only." not in client.get("/").content.decode()
-    client.post(f"/notices/{Notice.objects.get().pk}/dismiss/")
+    assert client.post(f"/notices/{Notice.objects.get().pk}/dismiss/").status_code == 404  # not hers to see
     assert Notice.objects.get().read_at is None
 
 
-@pytest.mark.parametrize("role,status", [("anonymous", 302), ("student", 302), ("teacher", 302), ("admin", 302)])
+@pytest.mark.parametrize("role,status", [("anonymous", 302), ("student", 404), ("teacher", 404), ("admin", 404)])
 def test_dismiss_is_post_only_and_needs_sign_in(browser_client, role, status):
+    """A notice that is not yours (here: none at all) is not found, as everywhere."""
     client = browser_client(role)
     response = client.post("/notices/1/dismiss/")
     assert response.status_code == status
