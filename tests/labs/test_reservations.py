@@ -75,6 +75,7 @@ def test_back_to_back_windows_do_not_collide(lab, teacher):
     assert Reservation.objects.count() == 2
 
 
+@pytest.mark.postgresql_only
 def test_the_database_refuses_an_overlap_even_when_the_application_is_bypassed(lab, teacher):
     from django.db import IntegrityError, transaction
 
