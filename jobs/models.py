@@ -7,13 +7,13 @@ The GPUs an attempt holds are in the ledger (labs.Allocation, ref "job:<id>#<att
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+
+from labs.ledger import Ref
 
 
 class JobState(models.TextChoices):
@@ -153,7 +153,7 @@ class Job(models.Model):
     @property
     def ref(self) -> str:
         """The ledger's name of the current attempt."""
-        return allocation_ref(self.pk, self.attempt)
+        return Ref.job(self.pk, self.attempt).key
 
     @property
     def stopping(self) -> bool:
@@ -164,15 +164,6 @@ class Job(models.Model):
         if self.stopping and self.state in PLACED_STATES:
             return "stopping"
         return self.state
-
-
-def allocation_ref(job_id: int, attempt: int) -> str:
-    return f"job:{int(job_id)}#{int(attempt)}"
-
-
-def parse_allocation_ref(ref: str) -> tuple[int, int] | None:
-    match = re.fullmatch(r"job:(\d+)#(\d+)", ref or "")
-    return (int(match[1]), int(match[2])) if match else None
 
 
 class JobEvent(models.Model):

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from labs.ledger import GpuShare, Ref, allocation_open
 from labs.models import (
     HOLDING_STATUSES,
     Allocation,
@@ -233,7 +234,7 @@ def _why_not(claim: Claim, ready_nodes: int, blocked_until: list[dt.datetime]) -
 
 
 def allocate(
-    *, claim: Claim, ref: str, reason: str = "", now: dt.datetime | None = None
+    *, claim: Claim, ref: Ref, reason: str = "", now: dt.datetime | None = None
 ) -> tuple[Placement, list[Allocation]]:
     """Place the claim and write it to the ledger, atomically, with the chosen GPUs locked."""
     now = now or timezone.now()
@@ -246,18 +247,13 @@ def allocate(
             shares = free_shares(gpu_ids)
             if all(shares.get(slot.gpu_id, Decimal(0)) >= slot.share for slot in placement.slots):
                 course = claim.course or (claim.reservation.course if claim.reservation else None)
-                allocations = Allocation.objects.bulk_create(
-                    Allocation(
-                        user=claim.user,
-                        course=course,
-                        kind=claim.kind,
-                        ref=ref,
-                        gpu_id=slot.gpu_id,
-                        share=slot.share,
-                        starts_at=now,
-                        reason=reason,
-                    )
-                    for slot in placement.slots
+                allocations = allocation_open(
+                    ref=ref,
+                    user_id=claim.user.pk,
+                    course_id=course.pk if course else None,
+                    shares=[GpuShare(slot.gpu_id, slot.share) for slot in placement.slots],
+                    at=now,
+                    reason=reason,
                 )
                 return placement, allocations
     raise NoCapacity("The lab is busy: the GPUs were taken while we chose them. Try again in a moment.")

@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered, week_start
 from labs.models import (
     HOLDING_STATUSES,
     Allocation,
@@ -28,7 +29,6 @@ from labs.models import (
     ReservationStatus,
 )
 from labs.placement import may_use
-from labs.selectors import week_start
 from labs.signals import allocations_ended
 from portal.accounts.models import Course, User
 from portal.accounts.ratelimit import rate_limit_hit
@@ -487,7 +487,7 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
 
 
 def _close_reservation_allocations(reservation: Reservation, *, at: dt.datetime) -> None:
-    Allocation.objects.filter(ref=reservation.ref, ends_at__isnull=True).update(ends_at=at)
+    allocations_close(ref=Ref.reservation(reservation.pk), at=at)
 
 
 def _foreign_allocations(reservation: Reservation):
@@ -534,22 +534,19 @@ def _activate(reservation: Reservation, now: dt.datetime) -> int:
             ref=f"{allocation.ref}:evict:{reservation.pk}:ended",
         )
     if evicted:
-        Allocation.objects.filter(pk__in=evicted).update(ends_at=now, reason=f"Ended for {reservation.ref}")
+        allocations_close(ids=evicted, at=now, reason=f"Ended for {reservation.ref}")
         ids, reason = list(evicted), f"The node is reserved for “{reservation.title}”."
         transaction.on_commit(lambda: allocations_ended.send(sender=Reservation, allocation_ids=ids, reason=reason))
-    if not Allocation.objects.filter(ref=reservation.ref).exists():
+    ref = Ref.reservation(reservation.pk)
+    if not is_entered(ref):
         gpus = Gpu.objects.filter(node__reservation_rows__reservation=reservation, node__reservation_rows__holds=True)
-        Allocation.objects.bulk_create(
-            Allocation(
-                user_id=reservation.owner_id,
-                course_id=reservation.course_id,
-                kind=AllocationKind.RESERVATION,
-                ref=reservation.ref,
-                gpu=gpu,
-                starts_at=reservation.starts_at,
-                reason=reservation.title,
-            )
-            for gpu in gpus
+        allocation_open(
+            ref=ref,
+            user_id=reservation.owner_id,
+            course_id=reservation.course_id,
+            shares=[GpuShare(gpu_id) for gpu_id in gpus.values_list("id", flat=True)],
+            at=reservation.starts_at,
+            reason=reservation.title,
         )
     Reservation.objects.filter(pk=reservation.pk).update(status=ReservationStatus.ACTIVE)
     return len(evicted)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce, Greatest, Least
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
+from labs.ledger import week_gpu_hours, week_start
 from labs.models import (
     HOLDING_STATUSES,
     Allocation,
@@ -48,56 +47,8 @@ def open_allocations_by_kind() -> dict[str, int]:
     return dict(Allocation.objects.filter(ends_at__isnull=True).values_list("kind").annotate(n=Count("id")))
 
 
-def week_start(now: dt.datetime | None = None) -> dt.datetime:
-    """Monday 00:00 of the current week in the lab's time zone (weekly quotas reset then)."""
-    local = timezone.localtime(now or timezone.now())
-    monday = local.date() - dt.timedelta(days=local.weekday())
-    return timezone.make_aware(dt.datetime.combine(monday, dt.time.min), local.tzinfo)
-
-
-def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.datetime) -> Decimal:
-    """GPU-hours held within [start, end): each entry's share times its overlap with the window."""
-    overlapping = allocations.filter(starts_at__lt=end).exclude(ends_at__lte=start)
-    held = ExpressionWrapper(
-        Least(Coalesce(F("ends_at"), Value(end)), Value(end)) - Greatest(F("starts_at"), Value(start)),
-        output_field=DurationField(),
-    )
-    # Shares are few (1, 0.5, 0.25...): sum durations per share in the database, multiply here.
-    total = Decimal(0)
-    for row in overlapping.values("share").annotate(held=Sum(held)):
-        if row["held"]:
-            total += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
-    return total.quantize(Decimal("0.01"))
-
-
-def gpu_hours_by_user(user_ids: list[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
-    """GPU-hours of notebooks and jobs per person within [start, end), in one query (the teacher's course view)."""
-    overlapping = (
-        Allocation.objects.filter(user_id__in=user_ids, starts_at__lt=end)
-        .exclude(ends_at__lte=start)
-        .exclude(kind=AllocationKind.RESERVATION)
-    )
-    held = ExpressionWrapper(
-        Least(Coalesce(F("ends_at"), Value(end)), Value(end)) - Greatest(F("starts_at"), Value(start)),
-        output_field=DurationField(),
-    )
-    totals: dict[int, Decimal] = dict.fromkeys(user_ids, Decimal(0))
-    for row in overlapping.values("user_id", "share").annotate(held=Sum(held)):
-        if row["held"]:
-            totals[row["user_id"]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
-    return {user_id: total.quantize(Decimal("0.01")) for user_id, total in totals.items()}
-
-
 def _running(user: User, kind: str) -> int:
     return Allocation.objects.filter(user=user, kind=kind, ends_at__isnull=True).values("ref").distinct().count()
-
-
-def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:
-    """GPU-hours this person used this week, notebooks and jobs together (reservations are not use)."""
-    now = now or timezone.now()
-    return gpu_hours(
-        Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=week_start(now), end=now
-    )
 
 
 def usage_of(user: User, *, now: dt.datetime | None = None) -> dict[str, object]:

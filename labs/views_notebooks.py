@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from labs.forms_notebooks import NotebookProfileForm, NotebookStartForm, profile_card, share_label
+from labs.ledger import week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus
 from labs.notebooks.profiles import profile_save, profile_set_active
 from labs.notebooks.selectors import (
@@ -37,7 +38,6 @@ from labs.notebooks.services import (
     notebook_stop,
     notebooks_stop_course,
 )
-from labs.selectors import week_gpu_hours
 from portal.accounts.selectors import effective_quota
 from portal.errors import NotFound, PortalError
 

@@ -16,9 +16,10 @@ from django.utils import timezone
 
 from jobs.backends import JobBackend, JobStatus, get_job_backend
 from jobs.backends.base import DatasetVolume, JobRef, JobSpec
-from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason, parse_allocation_ref
+from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
 from jobs.services.transitions import job_finish, job_mark_running, job_request_stop, job_stop_done
-from labs.models import Allocation, AllocationKind
+from labs.ledger import refs_of
+from labs.models import AllocationKind
 from portal.errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -164,8 +165,11 @@ def jobs_preempt_for_allocations(*, allocation_ids: list[int], reason: str) -> l
 
     The attempt goes back to the queue as attempt + 1 once it is gone; the tick has already given the GPUs back.
     """
-    refs = Allocation.objects.filter(pk__in=allocation_ids, kind=AllocationKind.JOB).values_list("ref", flat=True)
-    attempts = {parsed for ref in refs if (parsed := parse_allocation_ref(ref)) is not None}
+    attempts = {
+        (ref.holder_id, ref.attempt)
+        for ref in refs_of(allocation_ids, kind=AllocationKind.JOB)
+        if ref.holder_id is not None and ref.attempt is not None
+    }
     stopped = []
     for job_id, attempt in sorted(attempts):
         job = Job.objects.filter(pk=job_id, attempt=attempt, state__in=PLACED_STATES).first()

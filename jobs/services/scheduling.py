@@ -36,9 +36,9 @@ from jobs.policy import (
 )
 from jobs.policy import Node as PolicyNode
 from jobs.services.transitions import job_request_stop, transition
+from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
 from labs.placement import reserved_windows
-from labs.selectors import gpu_hours, week_start
 from portal.accounts.models import Course, Enrollment, User
 from portal.accounts.selectors import effective_quota
 
@@ -83,12 +83,10 @@ def _reservation_people(reservations: Iterable[Reservation]) -> dict[int, frozen
 
 def _quotas(user_ids: set[int], now: dt.datetime) -> dict[str, Quota]:
     quotas = {}
-    start = week_start(now)
+    used_by = week_gpu_hours_by_user(user_ids, now=now)  # one query for everyone waiting
     for user in User.objects.filter(pk__in=user_ids):
         limits = effective_quota(user)
-        used = gpu_hours(
-            Allocation.objects.filter(user=user).exclude(kind=AllocationKind.RESERVATION), start=start, end=now
-        )
+        used = used_by.get(user.pk, 0)
         quotas[user_key(user.pk)] = Quota(
             max_jobs=limits.max_jobs,
             max_gpus_per_job=limits.max_gpus_per_job,
@@ -261,17 +259,13 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
     ):
         return False
     course_id = job.course_id or (job.reservation.course_id if job.reservation_id and job.reservation else None)
-    Allocation.objects.bulk_create(
-        Allocation(
-            user_id=job.owner_id,
-            course_id=course_id,
-            kind=AllocationKind.JOB,
-            ref=job.ref,
-            gpu_id=gpu_id,
-            starts_at=now,
-            reason=job.name[:200],
-        )
-        for gpu_id in gpu_ids
+    allocation_open(
+        ref=Ref.job(job.pk, job.attempt),
+        user_id=job.owner_id,
+        course_id=course_id,
+        shares=[GpuShare(gpu_id) for gpu_id in gpu_ids],
+        at=now,
+        reason=job.name,
     )
     job_id, attempt = job.pk, job.attempt
 

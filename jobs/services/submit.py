@@ -32,9 +32,9 @@ from jobs.policy import QueuedJob
 from jobs.services.scheduling import Preview, formatter, preview, user_key
 from jobs.services.transitions import job_request_stop, transition
 from labs.images import image_problem
-from labs.models import AllocationKind, Gpu, NodeStatus, Reservation, ReservationStatus
+from labs.ledger import week_gpu_hours
+from labs.models import Gpu, NodeStatus, Reservation, ReservationStatus
 from labs.placement import may_use, not_yours
-from labs.selectors import gpu_hours, week_start
 from portal.accounts.models import Course, User
 from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import course_ids_active_for, courses_active_for, effective_quota
@@ -281,7 +281,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime) -> None:
             used=active,
             allowed=limits.max_jobs,
         )
-    used = gpu_hours(user.allocations.exclude(kind=AllocationKind.RESERVATION), start=week_start(now), end=now)
+    used = week_gpu_hours(user, now=now)
     need = Decimal(request.gpus * request.max_runtime_s) / Decimal(3600)
     if used + need > limits.gpu_hours_week:
         left = max(limits.gpu_hours_week - used, Decimal(0))

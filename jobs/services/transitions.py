@@ -13,8 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason, allocation_ref
-from labs.models import Allocation, AllocationKind
+from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason
+from labs.ledger import Ref, allocations_close
 
 REASON_MAX = 500
 
@@ -49,9 +49,7 @@ def transition(
 
 def close_allocations(job_id: int, attempt: int, *, at: dt.datetime, reason: str = "") -> int:
     """End the attempt's open ledger entries (GPUs given back)."""
-    return Allocation.objects.filter(
-        kind=AllocationKind.JOB, ref=allocation_ref(job_id, attempt), ends_at__isnull=True
-    ).update(ends_at=at, reason=reason[:200])
+    return allocations_close(ref=Ref.job(job_id, attempt), at=at, reason=reason)
 
 
 def _after_attempt(job: Job, now: dt.datetime) -> dict[str, Any]:

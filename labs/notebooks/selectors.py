@@ -7,8 +7,8 @@ from decimal import Decimal
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from labs.ledger import gpu_hours_by_user, week_start
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
-from labs.selectors import gpu_hours_by_user, week_start
 from portal.accounts.models import Course, User
 from portal.accounts.selectors import courses_active_for, effective_quota, role_of
 from portal.errors import NotFound

@@ -18,9 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from labs.ledger import Ref, allocations_close, allocations_discard, refs_of, week_gpu_hours, week_start
 from labs.models import (
     NOTEBOOK_ACTIVE,
-    Allocation,
     AllocationKind,
     Gpu,
     NotebookProfile,
@@ -31,7 +31,6 @@ from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import may_stop, profiles_offered
 from labs.placement import Claim, NoCapacity, allocate
-from labs.selectors import week_gpu_hours, week_start
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
@@ -235,7 +234,7 @@ def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | 
 
 
 def _release(session: NotebookSession, now: dt.datetime) -> None:
-    Allocation.objects.filter(ref=session.ref, ends_at__isnull=True).update(ends_at=now)
+    allocations_close(ref=Ref.notebook(session.pk), at=now)
 
 
 def _finish(session: NotebookSession, status: str, reason: str, *, now: dt.datetime, by: User | None = None) -> None:
@@ -261,8 +260,7 @@ def _ask_stop(session: NotebookSession, reason: str, *, now: dt.datetime, by: Us
 
 def notebooks_end_for_allocations(*, allocation_ids: list[int], reason: str) -> int:
     """The lab ended these ledger entries (a reservation took the node): stop the notebooks that held them."""
-    refs = Allocation.objects.filter(pk__in=allocation_ids, kind=AllocationKind.NOTEBOOK).values_list("ref", flat=True)
-    ids = [int(ref.split(":", 1)[1]) for ref in refs if ref.startswith("notebook:") and ref[9:].isdigit()]
+    ids = [ref.holder_id for ref in refs_of(allocation_ids, kind=AllocationKind.NOTEBOOK) if ref.holder_id]
     now = timezone.now()
     ended = 0
     with transaction.atomic():
@@ -537,7 +535,9 @@ def _place(session: NotebookSession, now: dt.datetime) -> tuple[NotebookSession,
             share=profile.gpu_share,
             course=row.course,
         )
-        placement, allocations = allocate(claim=claim, ref=row.ref, reason=f"notebook {profile.slug}", now=now)
+        placement, allocations = allocate(
+            claim=claim, ref=Ref.notebook(row.pk), reason=f"notebook {profile.slug}", now=now
+        )
         gpu = Gpu.objects.select_related("node").get(pk=allocations[0].gpu_id)
         ends_at = now + length
         if placement.must_end_by is not None and placement.must_end_by < ends_at:
@@ -570,7 +570,7 @@ def _place(session: NotebookSession, now: dt.datetime) -> tuple[NotebookSession,
 def _requeue(session: NotebookSession, reason: str) -> None:
     """The hub could not take it now: give the GPU back and put it back in the queue, in the same place."""
     with transaction.atomic():
-        Allocation.objects.filter(ref=session.ref, ends_at__isnull=True).delete()
+        allocations_discard(ref=Ref.notebook(session.pk))
         NotebookSession.objects.filter(pk=session.pk).update(
             status=NotebookStatus.QUEUED,
             node="",

@@ -4,8 +4,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs.models import JobState, parse_allocation_ref
+from jobs.models import JobState
 from labs.images import ImageRule, image_allowed_by
+from labs.ledger import Ref
 from tests.jobs.factories import JobFactory
 
 pytestmark = pytest.mark.django_db
@@ -62,5 +63,6 @@ def test_a_disabled_rule_allows_nothing():
 def test_ledger_refs_round_trip():
     job = JobFactory(attempt=3)
     assert job.ref == f"job:{job.pk}#3"
-    assert parse_allocation_ref(job.ref) == (job.pk, 3)
-    assert parse_allocation_ref("notebook:4") is None
+    ref = Ref.parse(job.ref)
+    assert ref == Ref.job(job.pk, 3) and (ref.holder_id, ref.attempt) == (job.pk, 3)
+    assert Ref.parse("notebook:4").attempt is None

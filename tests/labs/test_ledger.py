@@ -5,8 +5,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import IntegrityError, transaction
 
+from labs.ledger import gpu_hours, week_start
 from labs.models import Allocation, AllocationKind
-from labs.selectors import gpu_hours, usage_of, week_start
+from labs.selectors import usage_of
 from tests.factories import AllocationFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

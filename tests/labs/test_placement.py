@@ -6,6 +6,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from labs.ledger import Ref
 from labs.models import Allocation, AllocationKind, Reservation, ReservationStatus
 from labs.placement import Claim, NoCapacity, allocate, blocking_windows, place
 from labs.reservations import NodeRequest, reservation_create, reservations_tick
@@ -120,13 +121,13 @@ def test_a_job_with_a_reservation_goes_only_onto_its_nodes_inside_its_window(lab
 def test_allocate_writes_the_ledger_and_never_oversubscribes_a_gpu(lab):
     people = [UserFactory(username=f"s{n}") for n in range(13)]
     for n, person in enumerate(people[:12]):
-        allocate(claim=notebook(person), ref=f"notebook:{n}", now=NOW)
+        allocate(claim=notebook(person), ref=Ref.notebook(n), now=NOW)
     # 3 GPUs x 4 quarter shares = 12 notebooks; the 13th does not fit.
     assert Allocation.objects.filter(ends_at__isnull=True).count() == 12
     for gpu_id in Allocation.objects.values_list("gpu", flat=True).distinct():
         assert sum(Allocation.objects.filter(gpu=gpu_id).values_list("share", flat=True)) == Decimal("1")
     with pytest.raises(NoCapacity):
-        allocate(claim=notebook(people[12]), ref="notebook:13", now=NOW)
+        allocate(claim=notebook(people[12]), ref=Ref.notebook(13), now=NOW)
 
 
 def test_a_notebook_on_a_reserved_node_is_warned_then_ended_when_the_window_starts(

@@ -15,6 +15,7 @@ import requests
 from django.db import connection
 from django.utils import timezone
 
+from labs.ledger import week_gpu_hours
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.hub import hub
 from labs.notebooks.selectors import queue_positions
@@ -26,7 +27,6 @@ from labs.notebooks.services import (
     notebooks_pass,
     notebooks_stop_course,
 )
-from labs.selectors import week_gpu_hours
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Notice, Quota

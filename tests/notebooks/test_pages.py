@@ -11,10 +11,10 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from labs.ledger import week_start
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.profiles import profile_save
 from labs.notebooks.services import HUB_DOWN, notebooks_pass
-from labs.selectors import week_start
 from portal.accounts.models import Notice
 from portal.errors import InvalidInput
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory

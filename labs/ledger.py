@@ -1,0 +1,196 @@
+"""The ledger of GPU time: the one module that opens, closes and reads `Allocation` rows.
+
+Everything that holds a GPU (a notebook session, a job attempt, a reservation window) is entered here when it takes
+its GPUs and closed here when it gives them back; quotas, usage, the live grid's "who holds this GPU" and the
+reconciler all read what is written here. No other module creates, updates or deletes Allocation rows
+(tests/labs/test_ledger_owner.py reads the source to hold everyone to it).
+
+A holder is named by a `Ref`: its kind and its key (`notebook:12`, `job:5#2` — the job's second attempt —,
+`reservation:3`). Rows are written by the caller's transaction; callers lock what they must before (placement locks
+the GPUs it chose, the scheduling pass runs under its lock).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.db.models import DurationField, ExpressionWrapper, F, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, Greatest, Least
+from django.utils import timezone
+
+from labs.models import Allocation, AllocationKind
+from portal.accounts.models import User
+
+ONE = Decimal("1")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """Who holds GPU time: a kind of holder and its key, as the ledger stores it in `Allocation.ref`."""
+
+    kind: str
+    key: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in AllocationKind.values or not self.key.startswith(f"{self.kind}:"):
+            raise ValueError(f"not a ledger reference: {self.kind} {self.key!r}")
+
+    def __str__(self) -> str:
+        return self.key
+
+    @classmethod
+    def notebook(cls, session_id: int) -> Ref:
+        return cls(AllocationKind.NOTEBOOK, f"notebook:{int(session_id)}")
+
+    @classmethod
+    def job(cls, job_id: int, attempt: int) -> Ref:
+        return cls(AllocationKind.JOB, f"job:{int(job_id)}#{int(attempt)}")
+
+    @classmethod
+    def reservation(cls, reservation_id: int) -> Ref:
+        return cls(AllocationKind.RESERVATION, f"reservation:{int(reservation_id)}")
+
+    @classmethod
+    def parse(cls, key: str) -> Ref:
+        return cls(key.split(":", 1)[0], key)
+
+    @property
+    def holder_id(self) -> int | None:
+        """The session's, job's or reservation's id (None for a key not written by these constructors)."""
+        number = self.key.split(":", 1)[1].split("#", 1)[0]
+        return int(number) if number.isdigit() else None
+
+    @property
+    def attempt(self) -> int | None:
+        """A job attempt's number."""
+        _, _, attempt = self.key.partition("#")
+        return int(attempt) if attempt.isdigit() else None
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuShare:
+    """One GPU (or a share of one) a holder takes."""
+
+    gpu_id: int
+    share: Decimal = ONE
+
+
+# --- writes ----------------------------------------------------------------------------------------------------------
+
+
+def allocation_open(
+    *,
+    ref: Ref,
+    user_id: int,
+    shares: Iterable[GpuShare],
+    at: dt.datetime,
+    course_id: int | None = None,
+    reason: str = "",
+) -> list[Allocation]:
+    """Enter the holder in the ledger: one open row per GPU it takes, from `at`."""
+    return Allocation.objects.bulk_create(
+        Allocation(
+            user_id=user_id,
+            course_id=course_id,
+            kind=ref.kind,
+            ref=ref.key,
+            gpu_id=slot.gpu_id,
+            share=slot.share,
+            starts_at=at,
+            reason=reason[:200],
+        )
+        for slot in shares
+    )
+
+
+def allocations_close(
+    *, at: dt.datetime, ref: Ref | None = None, ids: Iterable[int] | None = None, reason: str | None = None
+) -> int:
+    """Close the open rows of a holder (`ref`) or the given rows (`ids`) at `at`; closed rows stay as they are.
+
+    Returns how many rows were closed, so a caller that runs twice closes nothing the second time."""
+    if (ref is None) == (ids is None):
+        raise ValueError("close by ref or by ids, one of them")
+    rows = Allocation.objects.filter(ends_at__isnull=True)
+    rows = rows.filter(ref=ref.key, kind=ref.kind) if ref is not None else rows.filter(pk__in=list(ids or ()))
+    changes: dict[str, object] = {"ends_at": at}
+    if reason is not None:
+        changes["reason"] = reason[:200]
+    return rows.update(**changes)
+
+
+def allocations_discard(*, ref: Ref) -> int:
+    """Forget a holder's open rows as if it never held the GPUs: a notebook the hub could not start, back in the
+    queue before it used anything. Closed rows are history and are never discarded."""
+    deleted, _ = Allocation.objects.filter(ref=ref.key, kind=ref.kind, ends_at__isnull=True).delete()
+    return deleted
+
+
+# --- reads -----------------------------------------------------------------------------------------------------------
+
+
+def is_entered(ref: Ref) -> bool:
+    """Whether the holder has ever been entered (open or closed)."""
+    return Allocation.objects.filter(ref=ref.key, kind=ref.kind).exists()
+
+
+def refs_of(allocation_ids: Iterable[int], *, kind: str) -> set[Ref]:
+    """The holders of these rows, of one kind (the receivers of `allocations_ended` find their work by them)."""
+    keys = Allocation.objects.filter(pk__in=list(allocation_ids), kind=kind).values_list("ref", flat=True)
+    return {Ref(kind, key) for key in keys}
+
+
+def week_start(now: dt.datetime | None = None) -> dt.datetime:
+    """Monday 00:00 of the current week in the lab's time zone (weekly quotas reset then)."""
+    local = timezone.localtime(now or timezone.now())
+    monday = local.date() - dt.timedelta(days=local.weekday())
+    return timezone.make_aware(dt.datetime.combine(monday, dt.time.min), local.tzinfo)
+
+
+def _held(start: dt.datetime, end: dt.datetime) -> ExpressionWrapper:
+    """Each row's overlap with [start, end), an open row counting up to `end`."""
+    return ExpressionWrapper(
+        Least(Coalesce(F("ends_at"), Value(end)), Value(end)) - Greatest(F("starts_at"), Value(start)),
+        output_field=DurationField(),
+    )
+
+
+def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.datetime) -> Decimal:
+    """GPU-hours held within [start, end): each entry's share times its overlap with the window."""
+    overlapping = allocations.filter(starts_at__lt=end).exclude(ends_at__lte=start)
+    # Shares are few (1, 0.5, 0.25...): sum durations per share in the database, multiply here.
+    total = Decimal(0)
+    for row in overlapping.values("share").annotate(held=Sum(_held(start, end))):
+        if row["held"]:
+            total += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
+    return total.quantize(Decimal("0.01"))
+
+
+def gpu_hours_by_user(user_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
+    """GPU-hours of notebooks and jobs per person within [start, end), in one query (reservations are not use)."""
+    user_ids = list(user_ids)
+    overlapping = (
+        Allocation.objects.filter(user_id__in=user_ids, starts_at__lt=end)
+        .exclude(ends_at__lte=start)
+        .exclude(kind=AllocationKind.RESERVATION)
+    )
+    totals: dict[int, Decimal] = dict.fromkeys(user_ids, Decimal(0))
+    for row in overlapping.values("user_id", "share").annotate(held=Sum(_held(start, end))):
+        if row["held"]:
+            totals[row["user_id"]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
+    return {user_id: total.quantize(Decimal("0.01")) for user_id, total in totals.items()}
+
+
+def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:
+    """GPU-hours this person used this week, notebooks and jobs together (reservations are not use)."""
+    now = now or timezone.now()
+    return gpu_hours_by_user([user.pk], start=week_start(now), end=now)[user.pk]
+
+
+def week_gpu_hours_by_user(user_ids: Iterable[int], *, now: dt.datetime | None = None) -> dict[int, Decimal]:
+    """`week_gpu_hours` for many people in one query (the scheduling pass, the notebook pass)."""
+    now = now or timezone.now()
+    return gpu_hours_by_user(user_ids, start=week_start(now), end=now)
