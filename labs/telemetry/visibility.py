@@ -19,7 +19,7 @@ from typing import Any
 
 from labs.models import AllocationKind, NodeStatus
 from portal.accounts.models import Course, Enrollment, Role, User
-from portal.accounts.selectors import courses_in_term
+from portal.accounts.selectors import courses_in_term, role_of
 
 PUBLIC_FIELDS = (
     "node",
@@ -80,7 +80,7 @@ def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
         viewers[pk] = Viewer(
             user_id=pk,
             username=user.username,
-            role=Role.ADMIN if user.is_lab_admin else user.role,
+            role=role_of(user),
             course_ids=frozenset(enrolled[pk] | taught[pk]),
             taught_course_ids=frozenset(taught[pk]),
             student_ids=frozenset(students),

@@ -6,7 +6,7 @@ from rest_framework.views import APIView
 
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
-from portal.accounts.selectors import courses_of, effective_quota, token_expires_at
+from portal.accounts.selectors import courses_of, effective_quota, role_of, token_expires_at
 from portal.accounts.services import token_obtain
 from portal.api.throttles import ClientIpThrottle
 
@@ -58,7 +58,7 @@ class MeApi(APIView):
         usage = {**usage_of(user), "jobs_queued": jobs_queued_count(user)}
         body = {
             "username": user.username,
-            "role": "admin" if user.is_lab_admin else user.role,
+            "role": role_of(user),
             "email": user.email,
             "courses": courses_of(user),
             "quota": effective_quota(user).as_dict(),

@@ -7,10 +7,12 @@ from typing import Any
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
+from portal.accounts.selectors import role_of
+
 
 def hub_groups(user) -> list[str]:
     """The person's role as the hub's one group: the hub makes members of "admin" its admins."""
-    return ["admin" if user.is_lab_admin else user.role]
+    return [role_of(user)]
 
 
 class PortalOAuth2Validator(OAuth2Validator):
