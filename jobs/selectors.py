@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from jobs.models import ACTIVE_STATES, Dataset, Job, JobState
 from labs.models import HOLDING_STATUSES, Reservation
 from portal.accounts.models import User
+from portal.accounts.permissions import is_owner_or_admin
 from portal.accounts.selectors import course_ids_active_for
 from portal.errors import NotFound
 
@@ -33,7 +34,7 @@ def job_for(user: User, job_id: int) -> Job:
 
 
 def may_cancel(user: User, job: Job) -> bool:
-    return job.is_active and (job.owner_id == user.pk or user.is_lab_admin)
+    return job.is_active and is_owner_or_admin(user, job.owner_id)
 
 
 def jobs_queued_count(user: User) -> int:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -13,17 +12,11 @@ from jobs.forms import JobForm
 from jobs.selectors import job_for, jobs_visible_to, may_cancel
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
+from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
 from portal.accounts.selectors import effective_quota
-from portal.errors import BackendError, NotFound, PortalError
+from portal.errors import BackendError, PortalError
 
 LOG_LINES = 200
-
-
-def _visible(request: HttpRequest, job_id: int):
-    try:
-        return job_for(request.user, job_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from exc
 
 
 @login_required
@@ -66,7 +59,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_safe
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _visible(request, job_id)
+    job = job_for(request.user, job_id)
     try:
         logs = job_logs(job=job, tail_lines=LOG_LINES)
         logs_error = ""
@@ -85,9 +78,9 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = _visible(request, job_id)
-    if job.is_active and not may_cancel(request.user, job):
-        raise PermissionDenied("Only the job's owner or an admin may cancel it.")
+    job = job_for(request.user, job_id)
+    if job.is_active:
+        require_owner_or_admin(request.user, job.owner_id, JOB_OWNER_ACTION)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
             messages.error(request, "Tick the box to confirm the cancellation.")

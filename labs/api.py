@@ -14,18 +14,20 @@ from labs.models import NodeStatus, ReservationStatus
 from labs.reservations import NodeRequest, free_nodes, reservation_cancel, reservation_create, reservation_decide
 from labs.selectors import node_reservations, nodes_visible_to, reservation_for, reservations_visible_to
 from portal.accounts.models import Course, User
+from portal.accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
 
 
 class IsTeacherOrAdmin(permissions.BasePermission):
-    message = "Reservations are for teachers and admins; ask your teacher to book a lab session."
+    message = RESERVATIONS_STAFF_ONLY
 
     def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and (user.is_teacher or user.is_lab_admin))
+        return bool(request.user and is_staff(request.user))
 
 
 class IsLabAdmin(permissions.BasePermission):
-    message = "Only admins may do this."
+    """On the reservation decision endpoint: the same sentence as the approvals page and the service."""
+
+    message = ADMINS_ONLY.format(what="approve reservations")
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_authenticated and request.user.is_lab_admin)

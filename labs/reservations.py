@@ -31,10 +31,17 @@ from labs.models import (
 from labs.placement import may_use
 from labs.signals import allocations_ended
 from portal.accounts.models import Course, User
+from portal.accounts.permissions import (
+    RESERVATION_OWNER_ACTION,
+    RESERVATIONS_STAFF_ONLY,
+    require_admin,
+    require_owner_or_admin,
+    require_staff,
+)
 from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import course_ids_active_for, effective_quota
 from portal.accounts.services import notice_send
-from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
+from portal.errors import Conflict, InvalidInput, QuotaExceeded
 
 ONE_HOUR = Decimal(3600)
 
@@ -78,10 +85,9 @@ def _iso(moment: dt.datetime) -> str:
 
 
 def _check_people(*, by: User, owner: User, course: Course | None) -> None:
-    if not (by.is_teacher or by.is_lab_admin):
-        raise NotPermitted("Only teachers and admins reserve nodes. Ask your teacher to book a lab session.")
-    if owner != by and not by.is_lab_admin:
-        raise NotPermitted("Only an admin may book on someone else's behalf.")
+    require_staff(by, RESERVATIONS_STAFF_ONLY)
+    if owner != by:
+        require_admin(by, "book on someone else's behalf")
     if not (owner.is_teacher or owner.is_lab_admin) or not owner.is_active:
         raise InvalidInput("A reservation belongs to an active teacher or admin.", fields={"owner": "Not a teacher."})
     if course is not None and not by.is_lab_admin and not course.teachers.filter(pk=owner.pk).exists():
@@ -436,8 +442,7 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
     now = now or timezone.now()
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
-        if reservation.owner_id != by.pk and not by.is_lab_admin:
-            raise NotPermitted("Only its owner or an admin may cancel this reservation.")
+        require_owner_or_admin(by, reservation.owner_id, RESERVATION_OWNER_ACTION)
         if reservation.status not in HOLDING_STATUSES or reservation.ends_at <= now:
             raise Conflict(f"This reservation is already {reservation.get_status_display().lower()}.")
         if reservation.starts_at > now:
@@ -461,8 +466,7 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
 
 def reservation_decide(*, by: User, reservation: Reservation, approve: bool, reason: str = "") -> Reservation:
     """An admin approves or rejects a pending reservation; the owner is told either way."""
-    if not by.is_lab_admin:
-        raise NotPermitted("Only admins approve reservations.")
+    require_admin(by, "approve reservations")
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
         if reservation.status != ReservationStatus.PENDING:

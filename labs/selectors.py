@@ -21,8 +21,14 @@ from labs.models import (
 )
 from labs.placement import may_use
 from portal.accounts.models import User
+from portal.accounts.permissions import (
+    RESERVATION_OWNER_ACTION,
+    RESERVATIONS_STAFF_ONLY,
+    require_owner_or_admin,
+    require_staff,
+)
 from portal.accounts.selectors import course_ids_active_for
-from portal.errors import NotFound, NotPermitted
+from portal.errors import NotFound
 
 
 def nodes_visible_to(user: User) -> QuerySet[Node]:
@@ -78,13 +84,11 @@ def reservation_for(user: User, reservation_id: int) -> Reservation:
     Raises NotFound if there is no such reservation and NotPermitted if the caller may see it
     listed but not open it; students are refused before they learn whether it exists.
     """
-    if not (user.is_teacher or user.is_lab_admin):
-        raise NotPermitted("Reservations are for teachers and admins.")
+    require_staff(user, RESERVATIONS_STAFF_ONLY)
     reservation = reservations_visible_to(user).filter(pk=reservation_id).first()
     if reservation is None:
         raise NotFound("No such reservation.")
-    if reservation.owner_id != user.pk and not user.is_lab_admin:
-        raise NotPermitted("Only its owner or an admin may open or cancel this reservation.")
+    require_owner_or_admin(user, reservation.owner_id, RESERVATION_OWNER_ACTION)
     return reservation
 
 

@@ -6,8 +6,7 @@ import datetime as dt
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,8 +24,9 @@ from labs.selectors import (
     reservations_of,
     reservations_pending,
 )
+from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
 from portal.accounts.selectors import effective_quota
-from portal.errors import NotFound, NotPermitted, PortalError
+from portal.errors import PortalError
 
 
 @login_required
@@ -49,20 +49,6 @@ def _monday(raw: str | None) -> dt.date:
     return day - dt.timedelta(days=day.weekday())
 
 
-def _staff_only(request: HttpRequest) -> None:
-    if not (request.user.is_teacher or request.user.is_lab_admin):
-        raise PermissionDenied("Reservations are made by teachers and admins.")
-
-
-def _owned(request: HttpRequest, reservation_id: int):
-    try:
-        return reservation_for(request.user, reservation_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from exc
-    except NotPermitted as exc:
-        raise PermissionDenied(exc.message) from exc
-
-
 @login_required
 @require_safe
 def reservation_timeline(request: HttpRequest) -> HttpResponse:
@@ -78,7 +64,7 @@ def reservation_timeline(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def reservation_new(request: HttpRequest) -> HttpResponse:
-    _staff_only(request)
+    require_staff(request.user, RESERVATIONS_STAFF_ONLY)
     form = ReservationForm(request.POST or None, user=request.user, initial=_initial(request))
     conflict = suggest_url = None
     status = 200
@@ -150,7 +136,7 @@ def _initial(request: HttpRequest) -> dict:
 @login_required
 @require_safe
 def reservation_detail(request: HttpRequest, reservation_id: int) -> HttpResponse:
-    reservation = _owned(request, reservation_id)
+    reservation = reservation_for(request.user, reservation_id)
     return render(
         request,
         "labs/reservation_detail.html",
@@ -161,7 +147,7 @@ def reservation_detail(request: HttpRequest, reservation_id: int) -> HttpRespons
 @login_required
 @require_http_methods(["GET", "POST"])
 def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpResponse:
-    reservation = _owned(request, reservation_id)
+    reservation = reservation_for(request.user, reservation_id)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
             messages.error(request, "Tick the box to confirm the cancellation.")
@@ -180,17 +166,15 @@ def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpRe
 @login_required
 @require_safe
 def reservation_approvals(request: HttpRequest) -> HttpResponse:
-    if not request.user.is_lab_admin:
-        raise PermissionDenied("Only admins approve reservations.")
+    require_admin(request.user, "approve reservations")
     return render(request, "labs/reservation_approvals.html", {"pending": reservations_pending()})
 
 
 @login_required
 @require_POST
 def reservation_decide_view(request: HttpRequest, reservation_id: int) -> HttpResponse:
-    if not request.user.is_lab_admin:
-        raise PermissionDenied("Only admins approve reservations.")
-    reservation = _owned(request, reservation_id)
+    require_admin(request.user, "approve reservations")
+    reservation = reservation_for(request.user, reservation_id)
     decision = request.POST.get("decision")
     if decision not in ("approve", "reject"):
         messages.error(request, "Choose approve or reject.")

@@ -12,8 +12,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -24,13 +23,13 @@ from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookS
 from labs.notebooks.profiles import profile_save, profile_set_active
 from labs.notebooks.selectors import (
     course_sessions,
-    may_stop,
     notebook_for,
     notebooks_visible_to,
     profiles_editable_by,
     profiles_offered,
     profiles_startable,
     queue_positions,
+    require_may_stop,
 )
 from labs.notebooks.services import (
     notebook_extend,
@@ -38,23 +37,12 @@ from labs.notebooks.services import (
     notebook_stop,
     notebooks_stop_course,
 )
+from portal.accounts.permissions import COURSE_NOTEBOOKS_STAFF_ONLY, PROFILES_STAFF_ONLY, require_staff
 from portal.accounts.selectors import effective_quota
 from portal.errors import NotFound, PortalError
 
 # Ended sessions shown under the live ones (static/js/notebooks.js shows as many).
 ENDED_SHOWN = 5
-
-
-def _staff_only(request: HttpRequest, what: str) -> None:
-    if not (request.user.is_teacher or request.user.is_lab_admin):
-        raise PermissionDenied(f"{what} are for teachers and admins.")
-
-
-def _visible(request: HttpRequest, notebook_id: int) -> NotebookSession:
-    try:
-        return notebook_for(request.user, notebook_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from exc
 
 
 def _meter(used: Decimal, allowed: Decimal) -> dict:
@@ -148,7 +136,7 @@ def notebook_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def notebook_extend_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
-    session = _visible(request, notebook_id)
+    session = notebook_for(request.user, notebook_id)
     try:
         session = notebook_extend(user=request.user, session=session)
     except PortalError as exc:
@@ -161,9 +149,8 @@ def notebook_extend_view(request: HttpRequest, notebook_id: int) -> HttpResponse
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebook_stop_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
-    session = _visible(request, notebook_id)
-    if not may_stop(request.user, session):
-        raise Http404("No such notebook.")
+    session = notebook_for(request.user, notebook_id)
+    require_may_stop(request.user, session)
     back = "notebooks" if session.user_id == request.user.pk else "notebooks-course"
     context = {"session": session, "share": share_label(session.profile.gpu_share), "back": back}
     if request.method == "POST":
@@ -192,17 +179,17 @@ def notebook_stop_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
 @login_required
 @require_safe
 def notebooks_course(request: HttpRequest) -> HttpResponse:
-    _staff_only(request, "Your courses' notebooks")
+    require_staff(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
     return render(request, "notebooks/course.html", {"rows": course_sessions(request.user)})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebooks_course_stop(request: HttpRequest, code: str) -> HttpResponse:
-    _staff_only(request, "Your courses' notebooks")
+    require_staff(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
     row = next((r for r in course_sessions(request.user) if r["course"].code == code), None)
     if row is None:
-        raise Http404("No such course.")
+        raise NotFound("No such course.")
     course = row["course"]
     sessions = [s for person in row["people"] for s in person["sessions"] if s.status in NOTEBOOK_ACTIVE]
     context = {"course": course, "sessions": sessions, "people": len({s.user_id for s in sessions})}
@@ -226,7 +213,7 @@ def notebooks_course_stop(request: HttpRequest, code: str) -> HttpResponse:
 def _editable(request: HttpRequest, slug: str):
     profile = profiles_editable_by(request.user).filter(slug=slug).first()
     if profile is None:
-        raise Http404("No such profile.")
+        raise NotFound("No such profile.")
     return profile
 
 
@@ -240,7 +227,7 @@ def _apply_errors(form: NotebookProfileForm, exc: PortalError) -> None:
 @login_required
 @require_safe
 def notebook_profiles(request: HttpRequest) -> HttpResponse:
-    _staff_only(request, "Notebook profiles")
+    require_staff(request.user, PROFILES_STAFF_ONLY)
     profiles = profiles_editable_by(request.user).order_by("-is_active", "name")
     return render(request, "notebooks/profiles.html", {"cards": [profile_card(p) for p in profiles]})
 
@@ -265,21 +252,21 @@ def _profile_form(request: HttpRequest, profile=None) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebook_profile_new(request: HttpRequest) -> HttpResponse:
-    _staff_only(request, "Notebook profiles")
+    require_staff(request.user, PROFILES_STAFF_ONLY)
     return _profile_form(request)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebook_profile_edit(request: HttpRequest, slug: str) -> HttpResponse:
-    _staff_only(request, "Notebook profiles")
+    require_staff(request.user, PROFILES_STAFF_ONLY)
     return _profile_form(request, _editable(request, slug))
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebook_profile_deactivate(request: HttpRequest, slug: str) -> HttpResponse:
-    _staff_only(request, "Notebook profiles")
+    require_staff(request.user, PROFILES_STAFF_ONLY)
     profile = _editable(request, slug)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
@@ -298,7 +285,7 @@ def notebook_profile_deactivate(request: HttpRequest, slug: str) -> HttpResponse
 @login_required
 @require_POST
 def notebook_profile_activate(request: HttpRequest, slug: str) -> HttpResponse:
-    _staff_only(request, "Notebook profiles")
+    require_staff(request.user, PROFILES_STAFF_ONLY)
     profile = profile_set_active(user=request.user, profile=_editable(request, slug), active=True)
     messages.success(request, f"“{profile.name}” is offered again.")
     return redirect("notebook-profiles")

@@ -58,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # NotFound / NotPermitted from services and selectors → the 404 / 403 page with the rule's sentence.
+    "portal.web.middleware.PortalErrorMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"

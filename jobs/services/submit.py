@@ -36,6 +36,7 @@ from labs.ledger import week_gpu_hours
 from labs.models import Gpu, NodeStatus, Reservation, ReservationStatus
 from labs.placement import may_use, not_yours
 from portal.accounts.models import Course, User
+from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import course_ids_active_for, courses_active_for, effective_quota
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
@@ -362,8 +363,7 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
 def job_cancel(*, user: User, job: Job, now: dt.datetime | None = None) -> Job:
     """Cancel: a queued job at once; a placed one is stopped (SIGTERM, grace, SIGKILL) and cancelled when gone."""
     now = now or timezone.now()
-    if job.owner_id != user.pk and not user.is_lab_admin:
-        raise NotPermitted("Only the job's owner or an admin may cancel it.")
+    require_owner_or_admin(user, job.owner_id, JOB_OWNER_ACTION)
     who = "its owner" if job.owner_id == user.pk else f"{user.username} (admin)"
     for _attempt in range(3):
         job = Job.objects.get(pk=job.pk)

@@ -16,7 +16,8 @@ from django.db import transaction
 from labs.models import NotebookProfile
 from labs.notebooks.selectors import profiles_editable_by
 from portal.accounts.models import Course, User
-from portal.errors import InvalidInput, NotFound, NotPermitted
+from portal.accounts.permissions import PROFILES_STAFF_ONLY, require_staff
+from portal.errors import InvalidInput, NotFound
 
 PROFILE_FIELDS = (
     "slug",
@@ -32,8 +33,7 @@ PROFILE_FIELDS = (
 
 
 def _may_manage(user: User) -> None:
-    if not (user.is_teacher or user.is_lab_admin):
-        raise NotPermitted("Notebook profiles are written by teachers and admins.")
+    require_staff(user, PROFILES_STAFF_ONLY)
 
 
 def _editable(user: User, profile_id: int) -> NotebookProfile:

@@ -10,8 +10,9 @@ from django.utils import timezone
 from labs.ledger import gpu_hours_by_user, week_start
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
 from portal.accounts.models import Course, User
+from portal.accounts.permissions import OWNER_TEACHER_OR_ADMIN
 from portal.accounts.selectors import courses_active_for, effective_quota, role_of
-from portal.errors import NotFound
+from portal.errors import NotFound, NotPermitted
 
 
 def profiles_offered(user: User) -> list[NotebookProfile]:
@@ -72,6 +73,12 @@ def may_stop(user: User, session: NotebookSession) -> bool:
     if session.user_id == user.pk or user.is_lab_admin:
         return True
     return user.is_teacher and Course.objects.filter(teachers=user, enrollments__user_id=session.user_id).exists()
+
+
+def require_may_stop(user: User, session: NotebookSession) -> None:
+    """The page's Stop and the service ask the same rule and refuse with the same sentence (403: they can see it)."""
+    if not may_stop(user, session):
+        raise NotPermitted(OWNER_TEACHER_OR_ADMIN.format(what="stop this notebook"))
 
 
 def queue_order() -> list[int]:

@@ -29,15 +29,16 @@ from labs.models import (
 )
 from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
-from labs.notebooks.selectors import may_stop, profiles_offered
+from labs.notebooks.selectors import profiles_offered, require_may_stop
 from labs.placement import Claim, NoCapacity, allocate
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Course, User
+from portal.accounts.permissions import require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import course_ids_active_for, courses_active_for, effective_quota
 from portal.accounts.services import notice_send
-from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
+from portal.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +153,7 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
 def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | None = None) -> NotebookSession:
     """Stop (or take out of the queue) a session: its owner, an admin, or a teacher of the owner's course."""
     now = now or timezone.now()
-    if not may_stop(user, session):
-        raise NotPermitted("Only its owner, a teacher of their course or an admin may stop this notebook.")
+    require_may_stop(user, session)
     by_other = session.user_id != user.pk
     why = f"Stopped by {user.username}." if by_other else "Stopped by you."
     with transaction.atomic():
@@ -191,8 +191,7 @@ def notebooks_stop_course(*, user: User, course: Course, now: dt.datetime | None
 def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | None = None) -> NotebookSession:
     """Keep a running notebook: resets the idle clock and adds NOTEBOOKS_EXTEND_MIN, when the quota allows."""
     now = now or timezone.now()
-    if session.user_id != user.pk and not user.is_lab_admin:
-        raise NotPermitted("Only its owner may extend this notebook.")
+    require_owner_or_admin(user, session.user_id, "extend this notebook")
     with transaction.atomic():
         row = NotebookSession.objects.select_for_update().select_related("profile").get(pk=session.pk)
         if row.status != NotebookStatus.READY:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods, require_safe
@@ -23,7 +23,6 @@ from portal.accounts.selectors import (
     token_of,
 )
 from portal.accounts.services import notice_dismiss, token_issue, token_revoke
-from portal.errors import NotFound
 
 
 class LoginView(auth_views.LoginView):
@@ -136,8 +135,5 @@ def account(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["POST"])
 def notice_dismiss_view(request: HttpRequest, notice_id: int) -> HttpResponse:
-    try:
-        notice_dismiss(user=request.user, notice_id=notice_id)
-    except NotFound as exc:
-        raise Http404(exc.message) from exc
+    notice_dismiss(user=request.user, notice_id=notice_id)
     return redirect("dashboard")
