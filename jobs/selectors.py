@@ -5,24 +5,16 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from jobs.models import ACTIVE_STATES, Dataset, Job, JobState
-from labs.models import HOLDING_STATUSES, Reservation
+from labs.models import WORKING_STATUSES, Reservation
 from portal.accounts.models import User
 from portal.accounts.permissions import is_owner_or_admin
-from portal.accounts.selectors import course_ids_active_for
+from portal.accounts.selectors import course_ids_active_for, people_visible_to
 from portal.errors import NotFound
 
 
 def jobs_visible_to(user: User) -> QuerySet[Job]:
     """Students see their own jobs; teachers theirs and their courses' students'; admins every job."""
-    jobs = Job.objects.select_related("owner", "course", "reservation")
-    if user is None or not user.is_authenticated:
-        return jobs.none()
-    if user.is_lab_admin:
-        return jobs
-    if user.is_teacher:
-        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
-        return jobs.filter(Q(owner=user) | Q(owner__in=students))
-    return jobs.filter(owner=user)
+    return Job.objects.select_related("owner", "course", "reservation").filter(people_visible_to(user, "owner"))
 
 
 def job_for(user: User, job_id: int) -> Job:
@@ -51,8 +43,7 @@ def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
 
     course_ids = course_ids_active_for(user)
     return (
-        Reservation.objects.filter(status__in=HOLDING_STATUSES, ends_at__gt=timezone.now())
-        .exclude(status="pending")
+        Reservation.objects.filter(status__in=WORKING_STATUSES, ends_at__gt=timezone.now())
         .filter(Q(owner=user) | Q(course_id__in=course_ids))
         .select_related("course")
         .order_by("starts_at")

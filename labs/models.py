@@ -125,6 +125,8 @@ class ReservationStatus(models.TextChoices):
 
 # A reservation in these states keeps its nodes: a pending one holds them until an admin decides.
 HOLDING_STATUSES = (ReservationStatus.PENDING, ReservationStatus.APPROVED, ReservationStatus.ACTIVE)
+# ...and in these (decided, not over) work may run in it: the one rule for "open for work".
+WORKING_STATUSES = (ReservationStatus.APPROVED, ReservationStatus.ACTIVE)
 
 
 class Reservation(models.Model):
@@ -170,6 +172,10 @@ class Reservation(models.Model):
     @property
     def holds_nodes(self) -> bool:
         return self.status in HOLDING_STATUSES
+
+    def open_for_work(self, now) -> bool:
+        """Approved (or under way) and not over at `now`: jobs and notebooks may be placed in it."""
+        return self.status in WORKING_STATUSES and self.ends_at > now
 
     def status_at(self, now) -> str:
         """The status as of `now`, even if the tick that records it has not run yet."""

@@ -23,14 +23,12 @@ from django.utils import timezone
 
 from labs.ledger import GpuShare, Ref, allocation_open
 from labs.models import (
-    HOLDING_STATUSES,
     Allocation,
     AllocationKind,
     Gpu,
     NodeStatus,
     Reservation,
     ReservationNode,
-    ReservationStatus,
 )
 from portal.accounts.models import Course, User
 from portal.accounts.selectors import course_ids_active_for
@@ -163,7 +161,7 @@ def place(claim: Claim) -> Placement:
         reservation = claim.reservation
         if not may_use(reservation, claim.user, course_ids):
             raise NoCapacity(not_yours(reservation))
-        if reservation.status not in HOLDING_STATUSES or reservation.status == ReservationStatus.PENDING:
+        if not reservation.open_for_work(claim.starts_at):
             raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
         if claim.starts_at < reservation.starts_at or claim.ends_at > reservation.ends_at:
             raise NoCapacity(

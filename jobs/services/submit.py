@@ -33,7 +33,7 @@ from jobs.services.scheduling import Preview, formatter, preview, user_key
 from jobs.services.transitions import job_request_stop, transition
 from labs.images import image_problem
 from labs.ledger import week_gpu_hours
-from labs.models import Gpu, NodeStatus, Reservation, ReservationStatus
+from labs.models import Gpu, NodeStatus, Reservation
 from labs.placement import may_use, not_yours
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
@@ -165,7 +165,7 @@ def _check_reservation(
         return None
     if not may_use(reservation, user, course_ids_active_for(user, today=timezone.localdate(now))):
         raise NotPermitted(not_yours(reservation), fields={"reservation": [not_yours(reservation)]})
-    if reservation.status not in (ReservationStatus.APPROVED, ReservationStatus.ACTIVE) or reservation.ends_at <= now:
+    if not reservation.open_for_work(now):
         errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."
     elif max_runtime_s and max(reservation.starts_at, now) + dt.timedelta(seconds=max_runtime_s) > reservation.ends_at:
         left = int((reservation.ends_at - max(reservation.starts_at, now)).total_seconds())

@@ -11,7 +11,7 @@ from labs.ledger import gpu_hours_by_user, week_start
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import OWNER_TEACHER_OR_ADMIN
-from portal.accounts.selectors import courses_active_for, effective_quota, role_of
+from portal.accounts.selectors import courses_active_for, effective_quota, people_visible_to, role_of
 from portal.errors import NotFound, NotPermitted
 
 
@@ -49,15 +49,7 @@ def profiles_editable_by(user: User) -> QuerySet[NotebookProfile]:
 
 def notebooks_visible_to(user: User) -> QuerySet[NotebookSession]:
     """Students see their own; teachers theirs and their courses' students'; admins all."""
-    sessions = NotebookSession.objects.select_related("user", "profile", "course")
-    if user is None or not user.is_authenticated:
-        return sessions.none()
-    if user.is_lab_admin:
-        return sessions
-    if user.is_teacher:
-        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
-        return sessions.filter(Q(user=user) | Q(user__in=students))
-    return sessions.filter(user=user)
+    return NotebookSession.objects.select_related("user", "profile", "course").filter(people_visible_to(user, "user"))
 
 
 def notebook_for(user: User, session_id: int) -> NotebookSession:

@@ -87,6 +87,19 @@ def people_by_role() -> dict[str, int]:
     return {role: counts.get(role, 0) for role in Role.values}
 
 
+def people_visible_to(user: User | None, field: str) -> Q:
+    """Whose things (jobs, notebooks) a person may look at, as a filter on the owner `field`: their own; a teacher's
+    also their courses' students'; an admin's everyone's; nobody's when signed out."""
+    if user is None or not user.is_authenticated:
+        return Q(pk__in=[])
+    if user.is_lab_admin:
+        return Q()
+    if user.is_teacher:
+        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
+        return Q(**{field: user}) | Q(**{f"{field}__in": students})
+    return Q(**{field: user})
+
+
 def role_of(user: User) -> str:
     """The role whose policy applies: a superuser counts as an admin."""
     return Role.ADMIN if user.is_lab_admin else user.role
