@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from jobs.models import ACTIVE_STATES, Dataset, Job, JobState
+from jobs.models import Dataset, Job, JobState
 from labs.models import WORKING_STATUSES, Reservation
 from portal.accounts.models import User
 from portal.accounts.permissions import is_owner_or_admin
@@ -31,10 +31,6 @@ def may_cancel(user: User, job: Job) -> bool:
 
 def jobs_queued_count(user: User) -> int:
     return Job.objects.filter(owner=user, state=JobState.QUEUED).count()
-
-
-def jobs_active_count(user: User) -> int:
-    return Job.objects.filter(owner=user, state__in=ACTIVE_STATES).count()
 
 
 def reservations_for_jobs(user: User) -> QuerySet[Reservation]:

@@ -104,16 +104,6 @@ class ReservationIn(serializers.Serializer):
             raise serializers.ValidationError(f"No user {username}.")
         return owner
 
-    def validate(self, data):
-        given = [name for name in ("nodes", "node_count") if data.get(name) is not None]
-        if data.get("all_nodes"):
-            given.append("all_nodes")
-        if len(given) != 1:
-            raise serializers.ValidationError(
-                {"nodes": ["Give exactly one of: nodes (names), node_count, or all_nodes: true."]}
-            )
-        return data
-
 
 class ReservationOut(serializers.Serializer):
     id = serializers.IntegerField()

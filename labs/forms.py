@@ -62,6 +62,8 @@ class ReservationForm(forms.Form):
             self.add_error("node_count", "How many nodes?")
         if mode == "named" and not data.get("nodes"):
             self.add_error("nodes", "Tick the nodes you want.")
+        if self.errors:
+            return data
         data["node_request"] = NodeRequest(
             names=tuple(data.get("nodes") or ()) if mode == "named" else (),
             count=data.get("node_count") if mode == "count" else None,

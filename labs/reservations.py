@@ -63,6 +63,14 @@ class NodeRequest:
     count: int | None = None
     all_nodes: bool = False
 
+    def __post_init__(self) -> None:
+        # The one check of the rule, for the API, the booking form and every other caller.
+        if sum((bool(self.names), self.count is not None, self.all_nodes)) != 1:
+            raise InvalidInput(
+                "Give exactly one of: nodes (names), node_count, or all_nodes: true.",
+                fields={"nodes": "Give exactly one of: nodes (names), node_count, or all_nodes: true."},
+            )
+
     @property
     def kind(self) -> str:
         return "all" if self.all_nodes else ("count" if self.count is not None else "named")

@@ -44,7 +44,6 @@ from portal.accounts.selectors import effective_quota
 
 # Any constant that no other part of the portal uses for an advisory lock.
 PASS_LOCK_KEY = 0x6A6F6273  # "jobs"
-PREVIEW_ID = "preview"
 
 
 def user_key(user_id: int) -> str:
