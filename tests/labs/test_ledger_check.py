@@ -206,3 +206,19 @@ def test_two_passes_at_once_run_one(now):
         assert reconcile(now=now).skipped == "another reconcile pass is running"
     finally:
         cache.delete(LOCK)
+
+
+def test_the_commands_and_the_embedded_beat_run_the_reconciler(gpu, ada, now, capsys):
+    from io import StringIO
+
+    allocation_open(ref=Ref.notebook(9999), user_id=ada.pk, shares=[GpuShare(gpu.pk, Decimal("0.25"))], at=now)
+    out = StringIO()
+    call_command("reconcile", "--dry-run", stdout=out)
+    assert "would: orphan_entry: closed 1 ledger entries of notebook:9999" in out.getvalue()
+    assert "dry run: orphan_entry 1" in out.getvalue()
+    assert Allocation.objects.filter(ends_at__isnull=True).count() == 1
+
+    call_command("run_periodic", "--once")  # the embedded setup's beat: the same task as Celery beat's
+    assert "reconcile: orphan_entry 1" in capsys.readouterr().out
+    assert not Allocation.objects.filter(ends_at__isnull=True).exists()
+    assert run_check()[0] == 0
