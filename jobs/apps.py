@@ -6,7 +6,8 @@ class JobsConfig(AppConfig):
     verbose_name = "Training jobs"
 
     def ready(self) -> None:
-        from jobs import checks  # noqa: F401 - registers the deploy checks
+        # The deploy checks; the jobs' reconcile steps and ledger judge.
+        from jobs import checks, reconcile  # noqa: F401
         from jobs.signals import on_allocations_ended
         from labs.signals import allocations_ended
 

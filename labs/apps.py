@@ -6,6 +6,8 @@ class LabsConfig(AppConfig):
     verbose_name = "The lab"
 
     def ready(self) -> None:
+        from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
+        from labs.notebooks import reconcile as notebooks_reconcile  # noqa: F401 - the hub's reconcile steps
         from labs.notebooks.receivers import on_allocations_ended
         from labs.signals import allocations_ended
 

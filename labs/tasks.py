@@ -34,6 +34,16 @@ def reservations_tick() -> str:
     return str(report)
 
 
+@shared_task(soft_time_limit=300, time_limit=360)
+def reconcile() -> str:
+    """Heal drift between the ledger, jobs, notebooks and the backends (beat, every RECONCILE_INTERVAL_S)."""
+    from labs.reconcile import reconcile as run
+
+    report = run()
+    log.info("reconcile: %s", report)
+    return str(report)
+
+
 # --- Notebooks
 
 PASS_LOCK = "notebooks:pass-lock"

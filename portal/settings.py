@@ -8,6 +8,7 @@ PostgreSQL, Redis and the cluster.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -284,6 +285,20 @@ CELERY_BEAT_SCHEDULE["jobs-schedule"] = {
     "schedule": float(JOBS_SCHEDULE_INTERVAL_S),
 }
 CELERY_BEAT_SCHEDULE["jobs-follow"] = {"task": "jobs.tasks.follow", "schedule": float(JOBS_FOLLOW_INTERVAL_S)}
+# An attempt whose Job (or process) vanished under it is queued again as the next attempt, as a preemption is, while
+# the job is preemptible and below this many attempts; otherwise it fails with the reason (0: always fail).
+JOBS_LOST_MAX_ATTEMPTS = envint("JOBS_LOST_MAX_ATTEMPTS", 5, minimum=0, maximum=100)
+
+# --- Reconciler (labs/reconcile.py): the ledger, jobs and notebooks against what the backends run
+# Which portal this is: its Kubernetes Jobs carry it as a label, and it stops only what carries its own.
+PORTAL_INSTANCE_ID = envstr("PORTAL_INSTANCE_ID", "default")
+if not re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", PORTAL_INSTANCE_ID):
+    raise ImproperlyConfigured("PORTAL_INSTANCE_ID must be a Kubernetes label value (letters, digits, -_.).")
+# How often beat runs a reconcile pass, and how long something the portal does not know (a Job, a hub server) or a
+# starting attempt the cluster never shows is left alone before it is stopped or given up.
+RECONCILE_INTERVAL_S = envint("RECONCILE_INTERVAL_S", 60, minimum=5)
+RECONCILE_GRACE_S = envint("RECONCILE_GRACE_S", 300, minimum=0)
+CELERY_BEAT_SCHEDULE["reconcile"] = {"task": "labs.tasks.reconcile", "schedule": float(RECONCILE_INTERVAL_S)}
 
 # --- OAuth provider (the hub's one login)
 # The portal is the OpenID Connect provider the notebook hub logs people in through (portal/oauth): authorization

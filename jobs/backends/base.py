@@ -6,6 +6,8 @@ dispatch that runs twice finds the first one's work instead of starting it again
 - `status(ref)`: where the attempt stands, with what each pod or rank did;
 - `delete(ref, grace_s=...)`: stop it (SIGTERM, grace, SIGKILL) and remove it; idempotent;
 - `logs(ref, rank=0, tail_lines=None)`: the output of one rank (a pod of a multi-node job);
+- `list_running()`: every attempt of this portal the backend has not finished (the reconciler's view of the world:
+  on the cluster, only Jobs with the portal's labels and its PORTAL_INSTANCE_ID; someone else's are not listed);
 and `purge(job_id)` drops what outlives attempts (the checkpoint volume) once the job is over for good.
 Every failure raises portal.errors.BackendError, whose `retryable` says whether trying again may help.
 """
@@ -55,6 +57,8 @@ class JobRef:
     job_id: int
     attempt: int
     namespace: str = ""
+    # When the backend created it (a Unix time), as `list_running` reports it; not part of the attempt's identity.
+    created_at: float | None = dataclasses.field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -187,3 +191,5 @@ class JobBackend(Protocol):
     def logs(self, ref: JobRef, *, rank: int = 0, tail_lines: int | None = None) -> str: ...
 
     def purge(self, job_id: int) -> None: ...
+
+    def list_running(self) -> list[JobRef]: ...

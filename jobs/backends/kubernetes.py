@@ -21,9 +21,12 @@ from kubernetes.client.exceptions import ApiException
 
 from jobs.backends.base import JobRef, JobSpec, JobStatus, PodStatus, checkpoint_name, job_name
 from jobs.backends.manifests import (
+    LABEL_ATTEMPT,
+    LABEL_JOB,
     ClusterConfig,
     checkpoint_claim_manifest,
     job_manifest,
+    owned_labels,
     selector_labels,
     service_manifest,
 )
@@ -187,6 +190,30 @@ class KubernetesJobs:
         waiting = sorted({p.reason for p in pod_states if p.reason})
         message = f"pods waiting: {', '.join(waiting)}" if waiting else "waiting for pods to start"
         return JobStatus(name, "pending", pod_states, message, started)
+
+    def list_running(self) -> list[JobRef]:
+        """This instance's Jobs that have not finished (nor are being deleted), by the portal's labels."""
+        namespace = self.config.namespace
+        selector = ",".join(f"{k}={v}" for k, v in owned_labels(self.config).items())
+        try:
+            response = self.batch.list_namespaced_job(
+                namespace, label_selector=selector, _preload_content=False, _request_timeout=request_timeout()
+            )
+            items = list(_read(response).get("items") or [])
+        except Exception as exc:
+            raise _error(exc, "list the portal's Jobs") from exc
+        running = []
+        for job in items:
+            meta = job.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            job_id, attempt = labels.get(LABEL_JOB, ""), labels.get(LABEL_ATTEMPT, "")
+            if not (job_id.isdigit() and attempt.isdigit()) or meta.get("deletionTimestamp"):
+                continue
+            if self._job_status(meta.get("name", ""), job, []).finished:
+                continue
+            created = _timestamp(meta.get("creationTimestamp"))
+            running.append(JobRef(int(job_id), int(attempt), namespace, created_at=created))
+        return sorted(running, key=lambda ref: (ref.job_id, ref.attempt))
 
     # --- delete, logs, purge --------------------------------------------------------------------
 

@@ -257,6 +257,23 @@ class LocalJobs:
         )
         return JobStatus(name=ref.name, phase=phase, pods=pods, message=message, started_at=state.get("started_at"))
 
+    def list_running(self) -> list[JobRef]:
+        """Every attempt under JOBS_LOCAL_DIR that was launched (or is being) and has not finished."""
+        running = []
+        for directory in sorted(self.root.glob("job-*-a*")):
+            job_id, _, attempt = directory.name[4:].partition("-a")
+            if not (job_id.isdigit() and attempt.isdigit()) or (directory / "exit.json").exists():
+                continue
+            ref = JobRef(int(job_id), int(attempt))
+            if self.status(ref).phase not in ("pending", "running"):
+                continue
+            try:
+                created = (directory / "spec.json").stat().st_mtime
+            except OSError:
+                continue
+            running.append(JobRef(ref.job_id, ref.attempt, created_at=created))
+        return sorted(running, key=lambda ref: (ref.job_id, ref.attempt))
+
     # --- delete, logs, purge --------------------------------------------------------------------
 
     def delete(self, ref: JobRef, *, grace_s: int | None = None) -> None:

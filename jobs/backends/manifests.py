@@ -29,6 +29,8 @@ LABEL_JOB = f"{LABEL_PREFIX}/job-id"
 LABEL_ATTEMPT = f"{LABEL_PREFIX}/attempt"
 LABEL_OWNER = f"{LABEL_PREFIX}/owner"
 LABEL_COURSE = f"{LABEL_PREFIX}/course"
+# Which portal made it (PORTAL_INSTANCE_ID): the reconciler stops only Jobs of its own instance.
+LABEL_INSTANCE = f"{LABEL_PREFIX}/instance"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-lab-portal", "app.kubernetes.io/component": "training-job"}
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 CHECKPOINT_MOUNT = "/checkpoint"
@@ -52,6 +54,7 @@ class ClusterConfig:
     nccl_ib_hca: str = ""
     checkpoint_storage_class: str = ""
     checkpoint_size: str = "20Gi"
+    instance: str = "default"
 
     @classmethod
     def from_settings(cls) -> ClusterConfig:
@@ -74,6 +77,7 @@ class ClusterConfig:
             nccl_ib_hca=settings.JOBS_NCCL_IB_HCA,
             checkpoint_storage_class=settings.JOBS_CHECKPOINT_STORAGE_CLASS,
             checkpoint_size=settings.JOBS_CHECKPOINT_SIZE,
+            instance=settings.PORTAL_INSTANCE_ID,
         )
 
 
@@ -86,8 +90,13 @@ def selector_labels(job_id: int, attempt: int) -> dict[str, str]:
     return {LABEL_JOB: str(job_id), LABEL_ATTEMPT: str(attempt)}
 
 
-def _labels(spec: JobSpec) -> dict[str, str]:
-    labels = {**MANAGED_BY, **selector_labels(spec.job_id, spec.attempt)}
+def owned_labels(config: ClusterConfig) -> dict[str, str]:
+    """The labels of every training Job this portal instance makes: what `list_running` selects by."""
+    return {**MANAGED_BY, LABEL_INSTANCE: config.instance}
+
+
+def _labels(spec: JobSpec, config: ClusterConfig) -> dict[str, str]:
+    labels = {**owned_labels(config), **selector_labels(spec.job_id, spec.attempt)}
     if spec.owner and label_value(spec.owner):
         labels[LABEL_OWNER] = label_value(spec.owner)
     if spec.course and label_value(spec.course):
@@ -223,7 +232,7 @@ def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
         "backoffLimit": config.backoff_limit,
         "activeDeadlineSeconds": int(spec.max_runtime_s),
         "ttlSecondsAfterFinished": config.ttl_after_finished_s,
-        "template": {"metadata": {"labels": _labels(spec)}, "spec": pod_spec},
+        "template": {"metadata": {"labels": _labels(spec, config)}, "spec": pod_spec},
     }
     if spec.nodes > 1:
         pod_spec["subdomain"] = spec.name
@@ -234,7 +243,7 @@ def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
         "metadata": {
             "name": spec.name,
             "namespace": namespace_of(spec, config),
-            "labels": _labels(spec),
+            "labels": _labels(spec, config),
             "annotations": _annotations(spec),
         },
         "spec": job_spec,
@@ -243,7 +252,11 @@ def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
 
 def service_manifest(spec: JobSpec, config: ClusterConfig, *, owner_uid: str | None = None) -> dict[str, Any]:
     """The headless Service that gives a multi-node job's pods DNS names; owned by the Job, so it goes with it."""
-    metadata: dict[str, Any] = {"name": spec.name, "namespace": namespace_of(spec, config), "labels": _labels(spec)}
+    metadata: dict[str, Any] = {
+        "name": spec.name,
+        "namespace": namespace_of(spec, config),
+        "labels": _labels(spec, config),
+    }
     if owner_uid:
         metadata["ownerReferences"] = [
             {

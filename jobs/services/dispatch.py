@@ -17,7 +17,7 @@ from django.utils import timezone
 from jobs.backends import JobBackend, JobStatus, get_job_backend
 from jobs.backends.base import DatasetVolume, JobRef, JobSpec
 from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
-from jobs.services.transitions import job_finish, job_mark_running, job_request_stop, job_stop_done
+from jobs.services.transitions import job_finish, job_lost, job_mark_running, job_request_stop, job_stop_done
 from labs.ledger import refs_of
 from labs.models import AllocationKind
 from portal.errors import BackendError
@@ -85,8 +85,8 @@ def job_observe(*, job: Job, status: JobStatus, now: dt.datetime | None = None) 
         )
         return status.phase if ok else "raced"
     if status.phase == "missing" and job.state == JobState.RUNNING:
-        ok = job_finish(job=job, succeeded=False, message="the backend lost the attempt (its Job or process is gone)")
-        return "lost" if ok else "raced"
+        outcome = job_lost(job=job, why="the backend lost the attempt (its Job or process is gone)", now=now)
+        return "raced" if outcome == "raced" else f"lost, {outcome}"
     return status.phase
 
 

@@ -142,6 +142,41 @@ def job_stop_done(*, job: Job, now: dt.datetime | None = None) -> bool:
     return True
 
 
+def job_lost(*, job: Job, why: str, now: dt.datetime | None = None) -> str:
+    """The backend lost a placed attempt (its Job or process vanished): requeue it or fail it, as the policy says.
+
+    A preemptible job below JOBS_LOST_MAX_ATTEMPTS goes back to the queue as the next attempt, as a preempted one
+    does (it resumes from its checkpoint); any other fails with `why`. Returns "requeued", "failed" or "raced"."""
+    from django.conf import settings
+
+    now = now or timezone.now()
+    if job.state not in PLACED_STATES:
+        return "raced"
+    if not job.preemptible or job.attempt >= settings.JOBS_LOST_MAX_ATTEMPTS:
+        return "failed" if job_finish(job=job, succeeded=False, message=why, now=now) else "raced"
+    attempt = job.attempt
+    with transaction.atomic():
+        if not transition(
+            job,
+            to=JobState.QUEUED,
+            why=f"attempt {attempt} lost: {why}; queued again as attempt {attempt + 1}",
+            now=now,
+            attempt_to=attempt + 1,
+            queued_since=now,
+            node_names=[],
+            gpu_indices=[],
+            started_at=None,
+            running_at=None,
+            reason="queued again: the cluster lost its last attempt",
+            position=None,
+            **_after_attempt(job, now),
+        ):
+            return "raced"
+        close_allocations(job.pk, attempt, at=now, reason="job attempt lost")
+        _after_commit_schedule()
+    return "requeued"
+
+
 def job_request_stop(*, job: Job, why: str, note: str, grace_s: float, now: dt.datetime | None = None) -> bool:
     """Ask a placed attempt to stop (cancel or preemption); the stop task deletes it, the follower sees it go.
 

@@ -257,6 +257,32 @@ def _ask_stop(session: NotebookSession, reason: str, *, now: dt.datetime, by: Us
     transaction.on_commit(kick)
 
 
+SERVER_GONE = (
+    "Your notebook server stopped outside the portal (it may have run out of memory, or was stopped in the hub)."
+    " Its GPU is released. Start a new one when you are ready."
+)
+
+
+def notebook_server_gone(*, session: NotebookSession, now: dt.datetime | None = None) -> bool:
+    """The hub no longer runs a ready notebook's server: end the session, release its GPU and tell its owner.
+
+    Conditional on the session still being ready, so the pass and the reconciler end it once."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = (
+            NotebookSession.objects.select_for_update()
+            .filter(pk=session.pk, status=NotebookStatus.READY)
+            .select_related("user")
+            .first()
+        )
+        if locked is None:
+            return False
+        _finish(locked, NotebookStatus.STOPPED, SERVER_GONE, now=now)
+        notice_send(user=locked.user, level="warning", text=SERVER_GONE, ref=f"{locked.ref}:gone")
+    session.status, session.reason, session.stopped_at = locked.status, locked.reason, locked.stopped_at
+    return True
+
+
 def notebooks_end_for_allocations(*, allocation_ids: list[int], reason: str) -> int:
     """The lab ended these ledger entries (a reservation took the node): stop the notebooks that held them."""
     ids = [ref.holder_id for ref in refs_of(allocation_ids, kind=AllocationKind.NOTEBOOK) if ref.holder_id]
@@ -399,15 +425,7 @@ def _upkeep(servers: dict[tuple[str, str], ServerState], report: PassReport, now
     for session in NotebookSession.objects.filter(status=NotebookStatus.READY).select_related("profile", "user"):
         state = servers.get((session.hub_user, session.server_name))
         if state is None:
-            with transaction.atomic():
-                _finish(
-                    session,
-                    NotebookStatus.STOPPED,
-                    "Your notebook server stopped outside the portal (it may have run out of memory, or was stopped"
-                    " in the hub). Start a new one when you are ready.",
-                    now=now,
-                )
-            report.stopped += 1
+            report.stopped += notebook_server_gone(session=session, now=now)
             continue
         changed = []
         if state.last_activity and (session.last_activity_at is None or state.last_activity > session.last_activity_at):
