@@ -9,6 +9,8 @@
 #   cpu-hog       the real clock, with one process spinning on a core for the whole run
 # Without drill names it runs them all. Needs Debian's faketime (libfaketime); PostgreSQL and Redis keep their own
 # clocks, so the tests must not compare the database's now() with Python's.
+# Under libfaketime a timed wait (threading.Event.wait(timeout), Lock.acquire(timeout)) never returns: glibc's
+# sem_clockwait is not faked. Test threads that loop use time.sleep, which is.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 drills=(); while [ $# -gt 0 ] && [ "$1" != "--" ]; do drills+=("$1"); shift; done
