@@ -7,6 +7,7 @@ from playwright.sync_api import expect
 from labs.inventory import demo_specs
 from labs.models import Reservation
 from labs.services import inventory_sync
+from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -72,4 +73,4 @@ def test_a_student_sees_the_timeline_but_no_booking(live_server, page):
     page.goto(live_server.url + "/lab/reservations/")
     expect(page.get_by_role("link", name="Book nodes")).to_have_count(0)
     page.goto(live_server.url + "/lab/reservations/new/")
-    expect(page.get_by_test_id("forbidden-reason")).to_have_text("Reservations are made by teachers and admins.")
+    expect(page.get_by_test_id("forbidden-reason")).to_have_text(RESERVATIONS_STAFF_ONLY)
