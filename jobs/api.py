@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs.backends.base import LogPage
 from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
 from jobs.selectors import job_for, jobs_visible_to
 from jobs.services import job_cancel, job_preview, job_submit
@@ -166,11 +168,41 @@ class JobCancelApi(APIView):
 class LogsQuery(serializers.Serializer):
     attempt = serializers.IntegerField(required=False, min_value=1)
     rank = serializers.IntegerField(required=False, default=0, min_value=0, max_value=999)
-    tail = serializers.IntegerField(required=False, min_value=0, max_value=100_000)
+    tail = serializers.IntegerField(required=False, min_value=0, max_value=100_000, help_text="The last N lines.")
+    offset = serializers.IntegerField(
+        required=False, min_value=0, max_value=2**53, help_text="Read from this byte on (X-Log-End of the last page)."
+    )
+    limit_bytes = serializers.IntegerField(
+        required=False, min_value=1, max_value=2**53, help_text="At most this many bytes (never above the cap)."
+    )
+
+    def validate(self, attrs):
+        if "tail" in attrs and "offset" in attrs:
+            raise serializers.ValidationError({"offset": ["Give either tail (lines) or offset (bytes), not both."]})
+        return attrs
+
+
+def _log_headers(response: HttpResponse, page: LogPage) -> HttpResponse:
+    response["X-Log-Truncated"] = "true" if page.truncated else "false"
+    response["X-Log-Max-Bytes"] = str(settings.JOBS_LOG_RESPONSE_MAX_BYTES)
+    for header, value in (("X-Log-Size", page.size), ("X-Log-Start", page.start), ("X-Log-End", page.end)):
+        if value is not None:
+            response[header] = str(value)
+    return response
 
 
 class JobLogsApi(APIView):
-    @extend_schema(parameters=[LogsQuery], responses={(200, "text/plain"): str}, summary="The output of one rank")
+    @extend_schema(
+        parameters=[LogsQuery],
+        responses={(200, "text/plain"): str},
+        summary="The output of one rank, a page at a time",
+        description=(
+            "At most JOBS_LOG_RESPONSE_MAX_BYTES (1 MiB by default) per answer: the end of the log, its last `tail` "
+            "lines, or `limit_bytes` from byte `offset`. Headers: `X-Log-Truncated` (the cap cut what was asked), "
+            "`X-Log-Size` (the whole log, when known), `X-Log-Start`/`X-Log-End` (where the bytes lie in it), "
+            "`X-Log-Max-Bytes` (the cap)."
+        ),
+    )
     def get(self, request, job_id: int):
         job = job_for(request.user, job_id)
         query = LogsQuery(data=request.query_params)
@@ -182,10 +214,17 @@ class JobLogsApi(APIView):
                 {"attempt" if attempt > job.attempt else "rank": ["No such attempt or rank."]}
             )
         try:
-            text = job_logs(job=job, attempt=attempt, rank=values["rank"], tail_lines=values.get("tail"))
+            page = job_logs(
+                job=job,
+                attempt=attempt,
+                rank=values["rank"],
+                tail_lines=values.get("tail"),
+                offset=values.get("offset"),
+                limit_bytes=values.get("limit_bytes"),
+            )
         except BackendError as exc:
             raise BackendUnavailable(f"The logs cannot be read right now: {exc}") from exc
-        return HttpResponse(text, content_type="text/plain; charset=utf-8")
+        return _log_headers(HttpResponse(page.data, content_type="text/plain; charset=utf-8"), page)
 
 
 __all__ = [

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_http_methods, require_safe
 
+from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.selectors import job_for, jobs_visible_to, may_cancel
 from jobs.services import job_cancel, job_preview, job_submit
@@ -56,20 +59,34 @@ def job_new(request: HttpRequest) -> HttpResponse:
     return render(request, "jobs/form.html", context, status=status)
 
 
+def log_note(page: LogPage) -> str:
+    """What the log view shows when it is not the whole log (the job page's script says the same)."""
+    if not page.truncated:
+        return ""
+    of = f" of {filesizeformat(page.size)}" if page.size is not None else ""
+    return (
+        f"Showing the last {filesizeformat(len(page.data))}{of}: one view holds at most "
+        f"{filesizeformat(settings.JOBS_LOG_RESPONSE_MAX_BYTES)}; page through the rest with the logs API "
+        "(offset and limit_bytes)."
+    )
+
+
 @login_required
 @require_safe
 def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = job_for(request.user, job_id)
     try:
-        logs = job_logs(job=job, tail_lines=LOG_LINES)
+        page = job_logs(job=job, tail_lines=LOG_LINES)
         logs_error = ""
     except BackendError as exc:
-        logs, logs_error = "", f"The logs cannot be read right now: {exc}"
+        page, logs_error = LogPage(), f"The logs cannot be read right now: {exc}"
     context = {
         "job": job,
         "events": job.events.all(),
-        "logs": logs,
+        "logs": page.text,
+        "logs_note": log_note(page),
         "logs_error": logs_error,
+        "log_lines": LOG_LINES,
         "can_cancel": may_cancel(request.user, job),
     }
     return render(request, "jobs/detail.html", context)

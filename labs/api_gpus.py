@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from labs.models import NodeAgentToken
 from labs.telemetry.agents import agent_token_check, samples_push
-from labs.telemetry.samples import LIMITS, MAX_CLOCK_SKEW_S, GpuSample, problem_with
+from labs.telemetry.samples import LIMITS, MAX_CLOCK_SKEW_S, MAX_SAMPLE_AGE_S, GpuSample, problem_with
 from labs.telemetry.selectors import gpus_visible_to
 
 log = logging.getLogger("labs.telemetry")
@@ -184,6 +184,13 @@ class SampleIn(serializers.Serializer):
         attrs.setdefault("sampled_at", now)
         if attrs["sampled_at"] > now + MAX_CLOCK_SKEW_S:
             raise serializers.ValidationError({"sampled_at": "This time is in the future; check the node's clock."})
+        if attrs["sampled_at"] < now - MAX_SAMPLE_AGE_S:
+            raise serializers.ValidationError(
+                {
+                    "sampled_at": f"This time is more than {MAX_SAMPLE_AGE_S / 60:.0f} minutes ago; send current "
+                    "samples and check the node's clock."
+                }
+            )
         used, total = attrs.get("mem_used_mb"), attrs.get("mem_total_mb")
         if used is not None and total is not None and used > total * 1.01:
             raise serializers.ValidationError({"mem_used_mb": "More memory used than the GPU has."})

@@ -242,6 +242,9 @@ JOBS_LOCAL_UID = envint("JOBS_LOCAL_UID", 65534, minimum=1)
 JOBS_LOCAL_GID = envint("JOBS_LOCAL_GID", 65534, minimum=1)
 JOBS_LOCAL_MAX_PROCESSES = envint("JOBS_LOCAL_MAX_PROCESSES", 4096, minimum=16)
 JOBS_LOG_MAX_BYTES = envint("JOBS_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# One answer of the logs API (and the job page) holds at most this much of a log; more is paged by byte offsets.
+# From Kubernetes the portal also reads no further than JOBS_LOG_MAX_BYTES into a pod's log per request.
+JOBS_LOG_RESPONSE_MAX_BYTES = envint("JOBS_LOG_RESPONSE_MAX_BYTES", 1024 * 1024, minimum=1024)
 JOBS_NAMESPACE = envstr("JOBS_NAMESPACE", "gpu-lab-jobs")
 # Local backend: one directory per job attempt (pid, exit status, log) and per job (checkpoints).
 JOBS_LOCAL_DIR = Path(envstr("JOBS_LOCAL_DIR", str(VAR_DIR / "jobs")))

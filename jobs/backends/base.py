@@ -5,7 +5,8 @@ dispatch that runs twice finds the first one's work instead of starting it again
 - `create(spec)`: start the attempt; idempotent (an attempt that exists already is success);
 - `status(ref)`: where the attempt stands, with what each pod or rank did;
 - `delete(ref, grace_s=...)`: stop it (SIGTERM, grace, SIGKILL) and remove it; idempotent;
-- `logs(ref, rank=0, tail_lines=None)`: the output of one rank (a pod of a multi-node job);
+- `logs(ref, rank=0, tail_lines=None, offset=None, limit_bytes=None)`: a page of the output of one rank (a pod
+  of a multi-node job), never more than JOBS_LOG_RESPONSE_MAX_BYTES (jobs/backends/logs.py);
 - `list_running()`: every attempt of this portal the backend has not finished (the reconciler's view of the world:
   on the cluster, only Jobs with the portal's labels and its PORTAL_INSTANCE_ID; someone else's are not listed);
 and `purge(job_id)` drops what outlives attempts (the checkpoint volume) once the job is over for good.
@@ -179,6 +180,25 @@ class JobStatus:
         return self.phase in ("succeeded", "failed")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogPage:
+    """A piece of one rank's log: raw bytes (as the job wrote them) and where they lie in the whole log.
+
+    `start`/`end` are byte offsets into the log (None where the backend cannot tell); `size` is the whole log's
+    length when known; `truncated` says the cap cut what was asked for (the whole log, N lines, or a range).
+    """
+
+    data: bytes = b""
+    start: int | None = 0
+    end: int | None = 0
+    size: int | None = 0
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
 class JobBackend(Protocol):
     name: str
 
@@ -188,7 +208,15 @@ class JobBackend(Protocol):
 
     def delete(self, ref: JobRef, *, grace_s: int | None = None) -> None: ...
 
-    def logs(self, ref: JobRef, *, rank: int = 0, tail_lines: int | None = None) -> str: ...
+    def logs(
+        self,
+        ref: JobRef,
+        *,
+        rank: int = 0,
+        tail_lines: int | None = None,
+        offset: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> LogPage: ...
 
     def purge(self, job_id: int) -> None: ...
 

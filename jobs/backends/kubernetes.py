@@ -19,7 +19,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from jobs.backends.base import JobRef, JobSpec, JobStatus, PodStatus, checkpoint_name, job_name
+from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name, job_name
+from jobs.backends.logs import Ask, Window, last_lines, read_cap, read_window
 from jobs.backends.manifests import (
     LABEL_ATTEMPT,
     LABEL_JOB,
@@ -36,6 +37,7 @@ from portal.errors import BackendError
 
 JSON = {"Content-Type": "application/json"}
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+LOG_CHUNK = 64 * 1024
 
 
 def _status_of(exc: ApiException) -> dict[str, Any]:
@@ -235,26 +237,56 @@ class KubernetesJobs:
             except Exception as exc:
                 raise _error(exc, what) from exc
 
-    def logs(self, ref: JobRef, *, rank: int = 0, tail_lines: int | None = None) -> str:
+    def logs(
+        self,
+        ref: JobRef,
+        *,
+        rank: int = 0,
+        tail_lines: int | None = None,
+        offset: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> LogPage:
+        """A page of the pod's log. The API server is asked for no more than needed (limitBytes, tailLines), and
+        the answer is read as a stream no further than that either, keeping at most the page in memory: a server
+        that ignores limitBytes cannot make the portal hold a whole log. There is no seeking: a range is read from
+        the start and the bytes before it are dropped as they come, up to JOBS_LOG_MAX_BYTES into the log.
+        """
+        ask = Ask.of(tail_lines, offset, limit_bytes)
         pods = [pod for pod in self._pods(ref) if _pod_status(pod).rank == rank]
         if not pods:
-            return ""
+            return LogPage()
         pod = max(pods, key=lambda p: p.get("metadata", {}).get("creationTimestamp") or "")
         name = pod["metadata"]["name"]
-        options: dict[str, Any] = {"container": "main"}
-        if tail_lines is not None:
-            options["tail_lines"] = int(tail_lines)
+        ceiling = read_cap()
+        if ask.offset is not None:
+            ceiling = min(ceiling, ask.offset + ask.take + 1)
+        options: dict[str, Any] = {"container": "main", "limit_bytes": ceiling}
+        if ask.tail_lines is not None and ask.offset is None:
+            options["tail_lines"] = ask.tail_lines
         try:
             response = self.core.read_namespaced_pod_log(
                 name, self._namespace(ref), _preload_content=False, _request_timeout=request_timeout(), **options
             )
-            return (response.data or b"").decode("utf-8", errors="replace")
+            window = None
+            try:
+                window = read_window(
+                    response.stream(LOG_CHUNK, decode_content=True),
+                    keep=ask.take,
+                    ceiling=ceiling,
+                    skip=ask.offset or 0,
+                    last=ask.offset is None,
+                )
+            finally:
+                if window is None or not window.ended:
+                    response.close()  # what is left unread goes with the connection; it is never read
+                response.release_conn()
         except ApiException as exc:
             if exc.status == 404 or (exc.status == 400 and "waiting to start" in str(_status_of(exc).get("message"))):
-                return ""
+                return LogPage()
             raise _error(exc, f"read the log of {name}") from exc
         except Exception as exc:
             raise _error(exc, f"read the log of {name}") from exc
+        return _log_page(window, ask, read_capped=not window.ended and window.read >= read_cap())
 
     def purge(self, job_id: int, *, namespace: str = "") -> None:
         name = checkpoint_name(job_id)
@@ -267,6 +299,22 @@ class KubernetesJobs:
                 raise _error(exc, f"delete the checkpoint volume {name}") from exc
         except Exception as exc:
             raise _error(exc, f"delete the checkpoint volume {name}") from exc
+
+
+def _log_page(window: Window, ask: Ask, *, read_capped: bool) -> LogPage:
+    """The page in what was read; `read_capped`: reading stopped at JOBS_LOG_MAX_BYTES, before the log's end."""
+    size = window.read if window.ended else None
+    if ask.offset is not None:
+        start = min(ask.offset, window.read)
+        data = window.data[: ask.take]
+        cut = len(window.data) > ask.take and ask.cut(len(window.data))
+        return LogPage(data, start, start + len(data), size, cut or read_capped)
+    if ask.tail_lines is not None:
+        # The server cut the tail: where it lies in the whole log is not known.
+        lines, cut = last_lines(window.data, ask.tail_lines, more_before=window.read > len(window.data))
+        return LogPage(lines, None, None, None, cut or read_capped)
+    start = window.read - len(window.data)
+    return LogPage(window.data, start, window.read, size, read_capped or (start > 0 and ask.cut(window.read)))
 
 
 def _pod_status(pod: dict[str, Any]) -> PodStatus:

@@ -12,8 +12,8 @@ its datasets (read-only), never the portal's files, processes, database or socke
 own per attempt (the torchrun rendezvous variables on 127.0.0.1 work between its ranks), a small environment
 of its own (not the worker's: no secrets leak), CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it,
 rlimits on CPU time, memory, processes and file size, and its output in rank-N.log, capped at
-JOBS_LOG_MAX_BYTES. Without bwrap a job is refused, never run unsandboxed. The container image is recorded
-but not used.
+JOBS_LOG_MAX_BYTES (read back a page at a time: logs.py). Without bwrap a job is refused, never run
+unsandboxed. The container image is recorded but not used.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from pathlib import Path
 from django.conf import settings
 
 from jobs.backends import sandbox
-from jobs.backends.base import JobRef, JobSpec, JobStatus, PodStatus, checkpoint_name
+from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
+from jobs.backends.logs import Ask, last_lines
 from portal.errors import BackendError
 
 RUNNER = Path(__file__).with_name("local_runner.py")
 ACK_TIMEOUT_S = 15.0
-LOG_TAIL_BYTES = 1024 * 1024
 
 
 def _read_json(path: Path) -> dict | None:
@@ -300,22 +300,38 @@ class LocalJobs:
         except OSError as exc:
             raise BackendError(f"Could not stop job {ref.name}: {exc}", retryable=True) from exc
 
-    def logs(self, ref: JobRef, *, rank: int = 0, tail_lines: int | None = None) -> str:
+    def logs(
+        self,
+        ref: JobRef,
+        *,
+        rank: int = 0,
+        tail_lines: int | None = None,
+        offset: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> LogPage:
+        """A page of rank-N.log, read by seeking: never more than JOBS_LOG_RESPONSE_MAX_BYTES in memory."""
+        ask = Ask.of(tail_lines, offset, limit_bytes)
         path = self._dir(ref) / f"rank-{int(rank)}.log"
         try:
             with open(path, "rb") as handle:
                 size = handle.seek(0, os.SEEK_END)
-                start = max(0, size - LOG_TAIL_BYTES) if tail_lines is not None else 0
+                if ask.offset is not None:
+                    start = min(ask.offset, size)
+                    handle.seek(start)
+                    data = handle.read(ask.take)
+                    return LogPage(data, start, start + len(data), size, ask.cut(size - start))
+                start = max(0, size - ask.take)
                 handle.seek(start)
-                data = handle.read()
+                data = handle.read(ask.take)
         except FileNotFoundError:
-            return ""
+            return LogPage()
         except OSError as exc:
             raise BackendError(f"Could not read the log of {ref.name}: {exc}", retryable=True) from exc
-        text = data.decode("utf-8", errors="replace")
-        if tail_lines is not None:
-            text = "".join(text.splitlines(keepends=True)[-int(tail_lines) :]) if tail_lines > 0 else ""
-        return text
+        if ask.tail_lines is None:
+            return LogPage(data, start, start + len(data), size, ask.cut(size))
+        lines, cut = last_lines(data, ask.tail_lines, more_before=start > 0)
+        end = start + len(data)
+        return LogPage(lines, end - len(lines), end, size, cut)
 
     def purge(self, job_id: int) -> None:
         """Drop the job's checkpoints and the directories of its finished attempts."""

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.backends import JobBackend, JobStatus, get_job_backend
-from jobs.backends.base import DatasetVolume, JobRef, JobSpec
+from jobs.backends.base import DatasetVolume, JobRef, JobSpec, LogPage
 from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
 from jobs.services.transitions import job_finish, job_lost, job_mark_running, job_request_stop, job_stop_done
 from labs.ledger import refs_of
@@ -185,9 +185,23 @@ def jobs_preempt_for_allocations(*, allocation_ids: list[int], reason: str) -> l
     return stopped
 
 
-def job_logs(*, job: Job, attempt: int | None = None, rank: int = 0, tail_lines: int | None = None) -> str:
-    """The output of one rank of an attempt (the current one by default); empty before it started."""
+def job_logs(
+    *,
+    job: Job,
+    attempt: int | None = None,
+    rank: int = 0,
+    tail_lines: int | None = None,
+    offset: int | None = None,
+    limit_bytes: int | None = None,
+) -> LogPage:
+    """A page of the output of one rank of an attempt (the current one by default); empty before it started.
+
+    The end of the log by default, its last `tail_lines` lines, or `limit_bytes` from byte `offset`; never more
+    than JOBS_LOG_RESPONSE_MAX_BYTES, whatever was asked (the page says when that cut it).
+    """
     attempt = attempt or job.attempt
     if job.state == JobState.QUEUED and attempt == job.attempt:
-        return ""
-    return get_job_backend().logs(job_ref(job, attempt), rank=rank, tail_lines=tail_lines)
+        return LogPage()
+    return get_job_backend().logs(
+        job_ref(job, attempt), rank=rank, tail_lines=tail_lines, offset=offset, limit_bytes=limit_bytes
+    )

@@ -30,7 +30,7 @@ from labs.telemetry import store
 from labs.telemetry.health import HealthWatch, alerts_apply
 from labs.telemetry.history import MinuteBuckets, minutes_prune, minutes_save
 from labs.telemetry.ledger import lab_targets
-from labs.telemetry.samples import GpuSample, checked, match_targets, throttled
+from labs.telemetry.samples import GpuSample, GpuTarget, checked, match_targets, throttled
 from labs.telemetry.sources import TelemetrySource, get_telemetry_source
 from labs.telemetry.state import changed_fields, gpu_state
 from portal.errors import BackendError
@@ -108,29 +108,27 @@ class Collector:
         by_key = {target.key: target for target in targets}
         fresh = []
         for key, sample in good.items():
-            last = self.latest.get(key)
-            if last is None or sample.sampled_at > last.sampled_at:
-                self.latest[key] = sample
-                fresh.append((by_key[key], sample))
-                self.history.add(by_key[key].gpu_id, sample)
+            try:
+                last = self.latest.get(key)
+                if last is None or sample.sampled_at > last.sampled_at:
+                    self.history.add(by_key[key].gpu_id, sample)
+                    self.latest[key] = sample
+                    fresh.append((by_key[key], sample))
+            except Exception as exc:  # one GPU's sample must never stop the lab's tick
+                self._skip(key, exc)
         for key in [key for key in self.latest if key not in by_key]:
             del self.latest[key]
 
-        changes = self.health.check(fresh, now)
+        changes = []
+        for target, sample in fresh:
+            try:
+                changes.extend(self.health.check([(target, sample)], now))
+            except Exception as exc:
+                self._skip(target.key, exc)
         if changes:
             await database_sync_to_async(alerts_apply)(changes=changes, now=now)
 
-        states = {
-            target.key: gpu_state(
-                target,
-                self.latest.get(target.key),
-                holders=holders.get(target.gpu_id, []),
-                alerts=self.health.alerts_of(target.gpu_id),
-                now=now,
-                stale_after_s=self.stale_after_s,
-            )
-            for target in targets
-        }
+        states = {target.key: self._state(target, holders, now) for target in targets}
         fields = {key: changed_fields(self.previous.get(key), state) for key, state in states.items()}
         changed = [states[key] for key, names in fields.items() if names]
         removed = [key for key in self.previous if key not in states]
@@ -156,6 +154,25 @@ class Collector:
 
         await self._history(now)
         return report
+
+    def _skip(self, key: str, exc: Exception) -> None:
+        """A GPU whose data broke something (a value that passed an older check, a bug): forget its sample, so it
+        shows stale instead of stopping every other GPU, and say so once a minute."""
+        self.latest.pop(key, None)
+        throttled.warning(key, "unusable", "telemetry: skipped the sample of %s on this tick: %r", key, exc)
+
+    def _state(self, target: GpuTarget, holders: dict, now: float) -> dict:
+        context = {
+            "holders": holders.get(target.gpu_id, []),
+            "alerts": self.health.alerts_of(target.gpu_id),
+            "now": now,
+            "stale_after_s": self.stale_after_s,
+        }
+        try:
+            return gpu_state(target, self.latest.get(target.key), **context)
+        except Exception as exc:
+            self._skip(target.key, exc)
+            return gpu_state(target, None, **context)
 
     async def _collect(self, targets, now: float) -> list[GpuSample]:
         try:

@@ -47,6 +47,14 @@ def _number(text: str) -> float:
     return float(text)
 
 
+def _timestamp(text: str) -> float:
+    """Milliseconds since the epoch, as seconds; a number too large for a float is a malformed line (ValueError)."""
+    try:
+        return int(text) / 1000.0
+    except OverflowError:
+        raise ValueError("the timestamp is out of range") from None
+
+
 def parse_line(line: str) -> Row | None:
     """The row on this line; None for blank lines and comments. Raises ValueError on a malformed line."""
     line = line.strip()
@@ -80,7 +88,7 @@ def parse_line(line: str) -> Row | None:
     if not parts or len(parts) > 2:
         raise ValueError("expected a value and an optional timestamp")
     value = _number(parts[0])
-    timestamp = int(parts[1]) / 1000.0 if len(parts) == 2 else None
+    timestamp = _timestamp(parts[1]) if len(parts) == 2 else None
     return Row(name=name, labels=labels, value=value, timestamp=timestamp)
 
 

@@ -75,14 +75,12 @@ class MinuteBuckets:
         for (gpu_id, minute), bucket in list(self._buckets.items()):
             if everything or minute + 60 + GRACE_S <= now:
                 del self._buckets[(gpu_id, minute)]
-                rows.append(
-                    GpuMinute(
-                        gpu_id=gpu_id,
-                        minute=dt.datetime.fromtimestamp(minute, tz=dt.UTC),
-                        samples=bucket.samples,
-                        **bucket.columns(),
-                    )
-                )
+                try:
+                    at = dt.datetime.fromtimestamp(minute, tz=dt.UTC)
+                except (OverflowError, OSError, ValueError):
+                    log.warning("telemetry: dropped the minute of GPU %s at %s: no date has that time", gpu_id, minute)
+                    continue
+                rows.append(GpuMinute(gpu_id=gpu_id, minute=at, samples=bucket.samples, **bucket.columns()))
         return rows
 
 

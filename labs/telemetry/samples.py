@@ -26,6 +26,9 @@ LIMITS: dict[str, tuple[float, float]] = {
 }
 # Clocks drift; a sample from further in the future than this is refused.
 MAX_CLOCK_SKEW_S = 60.0
+# A sample older than this is refused too: the live view shows now, the minutes it would count in are written
+# already, and a time no clock can hold (-1e18) would break every tick that formats it.
+MAX_SAMPLE_AGE_S = 300.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ def problem_with(sample: GpuSample, *, now: float | None = None) -> str | None:
         return "no valid sample time"
     if sample.sampled_at > now + MAX_CLOCK_SKEW_S:
         return f"sample time {sample.sampled_at - now:.0f} s in the future"
+    if sample.sampled_at < now - MAX_SAMPLE_AGE_S:
+        return f"sample time {now - sample.sampled_at:.0f} s in the past (more than {MAX_SAMPLE_AGE_S:.0f} s)"
     for field, (low, high) in LIMITS.items():
         value = getattr(sample, field)
         if value is None:

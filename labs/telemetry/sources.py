@@ -74,6 +74,9 @@ class DcgmSource:
             except BackendError as exc:
                 failed += 1
                 throttled.warning(f"dcgm:{node}", "unreachable", "telemetry: scraping %s failed: %s", node, exc)
+            except Exception as exc:  # one node's page that breaks the parser must not cost the other nodes
+                failed += 1
+                throttled.warning(f"dcgm:{node}", "unreadable", "telemetry: %s's page could not be read: %r", node, exc)
         if nodes and failed == len(nodes):
             raise BackendError(f"no dcgm-exporter answered ({len(nodes)} nodes)", retryable=True)
         return samples

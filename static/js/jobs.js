@@ -47,6 +47,28 @@
     setTimeout(poll, POLL_MS);
   }
 
+  // As Django's filesizeformat writes sizes, so the note reads the same as the server-rendered one.
+  function sizeOf(bytes) {
+    const units = ["KB", "MB", "GB", "TB"];
+    if (bytes < 1024) return bytes + (bytes === 1 ? "\u00a0byte" : "\u00a0bytes");
+    let value = bytes / 1024;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+    return value.toFixed(1) + "\u00a0" + units[unit];
+  }
+
+  // The logs API holds at most X-Log-Max-Bytes per answer and says when that cut the log (X-Log-Truncated).
+  function logNote(headers, shown) {
+    const note = document.getElementById("job-logs-note");
+    if (!note) return;
+    if (headers.get("X-Log-Truncated") !== "true") { note.hidden = true; text(note, ""); return; }
+    const size = headers.get("X-Log-Size");
+    const of = size === null ? "" : " of " + sizeOf(Number(size));
+    text(note, "Showing the last " + sizeOf(shown) + of + ": one view holds at most " +
+      sizeOf(Number(headers.get("X-Log-Max-Bytes"))) + "; page through the rest with the logs API (offset and limit_bytes).");
+    note.hidden = false;
+  }
+
   // --- One job ------------------------------------------------------------------------------
   const detail = document.getElementById("job-detail");
   if (detail) {
@@ -72,7 +94,13 @@
           }));
         }
         const logs = await fetch(detail.dataset.logs, { credentials: "same-origin" });
-        if (logs.ok) text(document.getElementById("job-logs"), await logs.text());
+        if (logs.ok) {
+          const body = await logs.text();
+          text(document.getElementById("job-logs"), body);
+          const start = logs.headers.get("X-Log-Start");
+          const end = logs.headers.get("X-Log-End");
+          logNote(logs.headers, start !== null && end !== null ? end - start : new TextEncoder().encode(body).length);
+        }
       } catch (error) { /* try again at the next tick */ }
       const over = job && ["succeeded", "failed", "cancelled"].includes(job.status);
       if (!over) setTimeout(poll, POLL_MS);

@@ -1,8 +1,9 @@
 """A fake Kubernetes API server on loopback that answers as the real one does, errors included.
 
 It serves the endpoints the portal calls (nodes; batch/v1 Jobs; Services, PersistentVolumeClaims and Pods
-with their logs), keeps what it was sent, and can be told to fail the next requests with a status (or to
-hang, for time-outs), optionally only requests of one method and path.
+with their logs, honouring tailLines and limitBytes unless told not to), keeps what it was sent, and can be
+told to fail the next requests with a status (or to hang, for time-outs), optionally only requests of one
+method and path.
 
 Like the real API server it refuses a body without a JSON Content-Type (415), a name that is taken (409
 AlreadyExists) and a Job without a valid name or pod template (422 Invalid), and a Job's dependents (its
@@ -20,6 +21,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+LOG_CHUNK = 64 * 1024
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -94,6 +96,8 @@ class FakeKube:
         # (status, reason, method or None, path prefix or None); status 0 means hang past the timeout.
         self.failures: list[tuple[int, str, str | None, str | None]] = []
         self.hang_s = 3.0
+        # The real API server stops a pod's log at limitBytes; False plays one that does not.
+        self.honour_limit_bytes = True
         self._lock = threading.Lock()
         self._versions = itertools.count(1)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -285,6 +289,30 @@ class FakeKube:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _send_log(self, text: str, query: dict) -> None:
+                """As the API server: tailLines first, then at most limitBytes bytes of that (unless told to
+                ignore limitBytes); written in chunks with no Content-Length, so a client may stop reading."""
+                tail = query.get("tailLines")
+                if tail:
+                    text = "".join(text.splitlines(keepends=True)[-int(tail[0]) :])
+                limit = query.get("limitBytes")
+                left = int(limit[0]) if limit and fake.honour_limit_bytes else None
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                try:
+                    for at in range(0, len(text), LOG_CHUNK):
+                        data = text[at : at + LOG_CHUNK].encode()
+                        if left is not None:
+                            data, left = data[:left], left - min(left, len(data))
+                        self.wfile.write(data)
+                        if left == 0:
+                            break
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client read what it wanted and hung up
+                self.close_connection = True
+
             def _dispatch(self, method: str) -> None:
                 raw = None
                 if method in ("POST", "PATCH", "PUT", "DELETE"):
@@ -391,11 +419,7 @@ class FakeKube:
                             )
                             self._send(400, status_body(400, "BadRequest", message))
                             return
-                        text = fake.logs.get((namespace, name), "")
-                        tail = query.get("tailLines")
-                        if tail:
-                            text = "".join(text.splitlines(keepends=True)[-int(tail[0]) :])
-                        self._send(200, text)
+                        self._send_log(fake.logs.get((namespace, name), ""), query)
                         return
                     self._send(200, obj)
                     return

@@ -1,6 +1,7 @@
 """The jobs API for every role: submit, list, detail, cancel, logs, preview; bad input is a 4xx naming fields."""
 
 import pytest
+from django.utils import timezone
 
 from jobs.models import Job, JobState
 from jobs.services import scheduling_pass
@@ -245,6 +246,68 @@ def test_logs_of_a_queued_job_are_empty(api_as):
     job_id = client.post(URL, GOOD, format="json").json()["id"]
     response = client.get(f"{URL}{job_id}/logs/")
     assert response.status_code == 200 and response.content == b""
+
+
+def finished_job(owner) -> Job:
+    return JobFactory(owner=owner, state=JobState.SUCCEEDED, node_names=["gpu01"], finished_at=timezone.now())
+
+
+def big_log(local_backend, job, megabytes: int = 8) -> bytes:
+    """A finished job's rank-0 log of `megabytes` MiB, written where the local backend keeps it (running a job
+    to write it would be slow): 12-byte numbered lines."""
+    lines = megabytes * 1024 * 1024 // 12
+    data = b"".join(b"line %06d\n" % (n % 1_000_000) for n in range(1, lines + 1))
+    directory = local_backend.root / f"job-{job.pk}-a1"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "rank-0.log").write_bytes(data)
+    return data
+
+
+def test_a_huge_log_is_answered_capped_with_its_end(api_as, local_backend, settings):
+    client = api_as("student")
+    job = finished_job(me("student"))
+    log = big_log(local_backend, job)
+    cap = settings.JOBS_LOG_RESPONSE_MAX_BYTES
+    assert cap == 1024 * 1024 and len(log) > 8 * cap - 12
+
+    response = client.get(f"{URL}{job.pk}/logs/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    assert len(response.content) == cap and response.content == log[-cap:]
+    assert response["X-Log-Truncated"] == "true" and response["X-Log-Size"] == str(len(log))
+    assert (response["X-Log-Start"], response["X-Log-End"]) == (str(len(log) - cap), str(len(log)))
+    assert response["X-Log-Max-Bytes"] == str(cap)
+
+    response = client.get(f"{URL}{job.pk}/logs/", {"tail": 2})
+    assert response.content == log[-24:] and response["X-Log-Truncated"] == "false"
+
+    response = client.get(f"{URL}{job.pk}/logs/", {"offset": 120, "limit_bytes": 36})
+    assert response.content == b"line 000011\nline 000012\nline 000013\n"
+    assert (response["X-Log-Start"], response["X-Log-End"], response["X-Log-Truncated"]) == ("120", "156", "false")
+    response = client.get(f"{URL}{job.pk}/logs/", {"offset": 156, "limit_bytes": 10 * cap})
+    assert response.content == log[156 : 156 + cap] and response["X-Log-Truncated"] == "true"
+    assert response["X-Log-End"] == str(156 + cap)  # where the next page starts
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [({"tail": 5, "offset": 0}, "offset"), ({"limit_bytes": 0}, "limit_bytes"), ({"offset": -1}, "offset")],
+)
+def test_bad_log_queries_are_400_naming_the_field(api_as, local_backend, query, field):
+    client = api_as("student")
+    job = finished_job(me("student"))
+    response = client.get(f"{URL}{job.pk}/logs/", query)
+    assert response.status_code == 400 and field in response.json()["fields"]
+
+
+def test_only_who_may_see_the_job_reads_its_log(api_as, local_backend):
+    owner = UserFactory(role="student")
+    job = finished_job(owner)
+    big_log(local_backend, job, megabytes=1)
+    response = api_as("student").get(f"{URL}{job.pk}/logs/")
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert api_as("teacher").get(f"{URL}{job.pk}/logs/").status_code == 404  # not a teacher of the owner's
+    response = api_as("admin").get(f"{URL}{job.pk}/logs/", {"tail": 1})
+    assert response.status_code == 200 and response.content.endswith(b"\n")
 
 
 @pytest.mark.parametrize("role", ["student", "teacher", "admin"])

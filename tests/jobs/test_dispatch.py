@@ -53,7 +53,7 @@ def test_submit_to_finish_through_the_tasks(local_backend, sam, django_capture_o
     with django_capture_on_commit_callbacks(execute=True):
         follow_until(job, JobState.SUCCEEDED)
     assert job.exit_code == 0 and job.finished_at is not None
-    assert job_logs(job=job) == "rank 0 gpus 0\n"
+    assert job_logs(job=job).text == "rank 0 gpus 0\n"
     states = list(job.events.values_list("to_state", flat=True))
     assert states == ["queued", "starting", "running", "succeeded"]
     assert not Allocation.objects.filter(ends_at__isnull=True).exists()
@@ -66,7 +66,7 @@ def test_a_failing_job_is_failed_with_its_exit_code(local_backend, sam, django_c
     follow_until(job, JobState.FAILED)
     assert job.exit_code == 3
     assert "exit code 3" in job.events.last().reason
-    assert "boom" in job_logs(job=job)
+    assert "boom" in job_logs(job=job).text
 
 
 def test_a_dispatch_interrupted_after_create_is_completed_by_redelivery_and_runs_once(local_backend, sam, tmp_path):
@@ -104,7 +104,7 @@ def test_cancel_a_running_job_stops_its_process(local_backend, sam, django_captu
     with django_capture_on_commit_callbacks(execute=True):
         job = python_job(sam, "import time; print('start', flush=True); time.sleep(60)")
     follow_until(job, JobState.RUNNING)
-    wait_until(lambda: "start" in job_logs(job=job))
+    wait_until(lambda: "start" in job_logs(job=job).text)
     with django_capture_on_commit_callbacks(execute=True):
         job = job_cancel(user=sam, job=job)  # on commit: the stop task deletes it
     assert job.stop_reason == StopReason.CANCELLED
@@ -205,7 +205,7 @@ def test_kubernetes_dispatch_follow_and_finish(kube, sam, django_capture_on_comm
     jobs_follow()
     job.refresh_from_db()
     assert job.state == JobState.RUNNING
-    assert job_logs(job=job) == "epoch 1\n"
+    assert job_logs(job=job).text == "epoch 1\n"
     kube.finish_job(name)
     kube.add_pod(f"{name}-0", labels=labels, node=job.node_names[0], exit_code=0, phase="Succeeded", job_name=name)
     with django_capture_on_commit_callbacks(execute=True):

@@ -1,5 +1,8 @@
 """The Kubernetes backend over HTTP, against a fake of the API server on loopback (tests/fakes/kube.py)."""
 
+import tracemalloc
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -200,19 +203,81 @@ def test_status_errors(kube, backend, status, retryable):
 
 def test_logs_come_from_the_pod_of_the_rank(kube, backend):
     ref = JobRef(7, 1)
-    assert backend.logs(ref) == ""
+    assert backend.logs(ref).text == ""
     backend.create(spec(nodes=2, node_names=("gpu01", "gpu02")))
     kube.add_pod("p0", labels=LABELS, index=0, log="epoch 1\nepoch 2\nepoch 3\n")
     kube.add_pod("p1", labels=LABELS, index=1, log="worker\n")
-    assert backend.logs(ref) == "epoch 1\nepoch 2\nepoch 3\n"
-    assert backend.logs(ref, tail_lines=1) == "epoch 3\n"
-    assert backend.logs(ref, rank=1) == "worker\n"
+    assert backend.logs(ref).text == "epoch 1\nepoch 2\nepoch 3\n"
+    assert backend.logs(ref, tail_lines=1).text == "epoch 3\n"
+    assert backend.logs(ref, rank=1).text == "worker\n"
     kube.add_pod("p0", labels=LABELS, index=0, waiting="ContainerCreating")
-    assert backend.logs(ref) == ""  # not started yet: nothing to show, not an error
+    assert backend.logs(ref).text == ""  # not started yet: nothing to show, not an error
     kube.fail_next(500, method="GET", path=f"/api/v1/namespaces/{NS}/pods/p1/log")
     with pytest.raises(BackendError) as error:
-        backend.logs(ref, rank=1)
+        backend.logs(ref, rank=1).text
     assert error.value.retryable is True
+
+
+def numbered(lines: int) -> str:
+    return "".join(f"line {n:06d}\n" for n in range(1, lines + 1))
+
+
+def log_queries(kube) -> list[dict]:
+    return [parse_qs(urlsplit(r[1]).query) for r in kube.requests if urlsplit(r[1]).path.endswith("/log")]
+
+
+def test_logs_are_capped_and_the_api_server_is_asked_for_no_more(kube, backend, settings):
+    settings.JOBS_LOG_RESPONSE_MAX_BYTES = 4096
+    settings.JOBS_LOG_MAX_BYTES = 1024 * 1024
+    log = numbered(20_000)  # 240 kB
+    ref = JobRef(7, 1)
+    backend.create(spec())
+    kube.add_pod("p0", labels=LABELS, index=0, log=log)
+    page = backend.logs(ref)
+    assert page.text == log[-4096:] and page.truncated is True
+    assert (page.start, page.end, page.size) == (len(log) - 4096, len(log), len(log))
+    assert log_queries(kube)[-1]["limitBytes"] == [str(1024 * 1024)]
+
+    page = backend.logs(ref, tail_lines=2)
+    assert page.text == "line 019999\nline 020000\n" and page.truncated is False
+    assert log_queries(kube)[-1]["tailLines"] == ["2"]
+    page = backend.logs(ref, tail_lines=1000)  # 12,000 bytes: the whole lines that fit in 4096
+    assert page.truncated is True and len(page.data) <= 4096
+    assert page.text.startswith("line 019660\n") and page.text.endswith("line 020000\n")
+
+    page = backend.logs(ref, offset=120, limit_bytes=24)
+    assert page.text == "line 000011\nline 000012\n" and (page.start, page.end, page.truncated) == (120, 144, False)
+    assert log_queries(kube)[-1]["limitBytes"] == [str(120 + 24 + 1)]
+    page = backend.logs(ref, offset=0, limit_bytes=10**9)
+    assert page.text == log[:4096] and page.truncated is True
+
+
+def test_a_server_that_ignores_limit_bytes_cannot_make_the_portal_hold_the_log(kube, backend, settings):
+    settings.JOBS_LOG_RESPONSE_MAX_BYTES = 64 * 1024
+    settings.JOBS_LOG_MAX_BYTES = 1024 * 1024
+    kube.honour_limit_bytes = False
+    log = "x" * 99 + "\n"
+    log = log * (8 * 1024 * 1024 // len(log)) + "the end\n"  # 8 MB
+    ref = JobRef(7, 1)
+    backend.create(spec())
+    kube.add_pod("p0", labels=LABELS, index=0, log=log)
+    tracemalloc.start()
+    try:
+        page = backend.logs(ref)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # It stopped at JOBS_LOG_MAX_BYTES, holding the last 64 KiB read, and says it could not reach the end.
+    assert len(page.data) == 64 * 1024 and page.truncated is True and page.size is None
+    assert page.end == 1024 * 1024
+    assert peak < 1024 * 1024, f"{peak} bytes held to read a capped log"
+    assert len(backend.logs(ref, tail_lines=5).data) <= 64 * 1024
+    beyond = backend.logs(ref, offset=2 * 1024 * 1024)
+    assert beyond.data == b"" and beyond.truncated is True
+    settings.JOBS_LOG_MAX_BYTES = 16 * 1024 * 1024  # read further, still holding one page at most
+    page = backend.logs(ref)
+    assert page.text.endswith("the end\n") and len(page.data) == 64 * 1024 and page.size == len(log)
+    assert backend.logs(ref, offset=len(log) - 8).text == "the end\n"
 
 
 # --- delete, purge ---------------------------------------------------------------------------------------

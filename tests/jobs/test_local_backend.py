@@ -64,13 +64,13 @@ def test_a_job_runs_with_its_gpus_env_and_log(backend, tmp_path, settings):
     assert backend.create(spec).phase in ("pending", "running", "succeeded")
     status = finished(backend, spec)
     assert status.phase == "succeeded" and status.exit_codes == (0,) and status.finished_at >= status.started_at
-    log = dict(line.split(" ", 1) for line in backend.logs(spec.ref).splitlines())
+    log = dict(line.split(" ", 1) for line in backend.logs(spec.ref).text.splitlines())
     assert log["CUDA_VISIBLE_DEVICES"] == "0,1" and log["EPOCHS"] == "3"
     assert (log["PORTAL_JOB_ID"], log["PORTAL_ATTEMPT"], log["WORLD_SIZE"], log["NODE_RANK"]) == ("5", "2", "1", "0")
     assert log["DATASET_IMAGENET"] == str(data)
     assert log["SECRET_KEY"] == "None" and log["DATABASE_URL"] == "None"  # the worker's secrets stay out
     assert (backend.checkpoint_dir(5) / "step").read_text() == "1"
-    assert backend.logs(spec.ref, tail_lines=1) == "DATABASE_URL None\n"
+    assert backend.logs(spec.ref, tail_lines=1).text == "DATABASE_URL None\n"
 
 
 def test_a_failing_job_reports_its_exit_code(backend):
@@ -78,7 +78,7 @@ def test_a_failing_job_reports_its_exit_code(backend):
     backend.create(spec)
     status = finished(backend, spec)
     assert status.phase == "failed" and status.exit_codes == (3,) and "3" in status.message
-    assert backend.logs(spec.ref) == "boom\n"
+    assert backend.logs(spec.ref).text == "boom\n"
 
 
 def test_a_command_that_does_not_exist_fails_with_a_message(backend):
@@ -101,8 +101,8 @@ def test_ranks_of_a_multi_node_job_get_their_rendezvous_and_fail_together(backen
     status = finished(backend, spec)
     assert status.phase == "failed"
     assert [(p.rank, p.node, p.exit_code) for p in status.pods] == [(0, "gpu01", 143), (1, "gpu02", 7)]
-    assert backend.logs(spec.ref, rank=0) == "0 2 127.0.0.1 0\n"
-    assert backend.logs(spec.ref, rank=1) == "1 2 127.0.0.1 0\n"
+    assert backend.logs(spec.ref, rank=0).text == "0 2 127.0.0.1 0\n"
+    assert backend.logs(spec.ref, rank=1).text == "1 2 127.0.0.1 0\n"
 
 
 def test_cancel_sends_sigterm_and_the_job_may_clean_up(backend):
@@ -114,12 +114,12 @@ def test_cancel_sends_sigterm_and_the_job_may_clean_up(backend):
     )
     spec = python(code)
     backend.create(spec)
-    wait_until(lambda: "training" in backend.logs(spec.ref))
+    wait_until(lambda: "training" in backend.logs(spec.ref).text)
     assert backend.status(spec.ref).phase == "running"
     backend.delete(spec.ref)
     status = finished(backend, spec)
     assert status.phase == "failed" and status.message == "cancelled"
-    assert backend.logs(spec.ref) == "training\nsaving checkpoint\n"
+    assert backend.logs(spec.ref).text == "training\nsaving checkpoint\n"
     backend.delete(spec.ref)  # again: nothing to do
 
 
@@ -128,7 +128,7 @@ def test_cancel_kills_a_job_that_ignores_sigterm_after_the_grace_period(backend)
     code += "time.sleep(60)\n"
     spec = python(code)
     backend.create(spec)
-    wait_until(lambda: "stubborn" in backend.logs(spec.ref))
+    wait_until(lambda: "stubborn" in backend.logs(spec.ref).text)
     started = time.monotonic()
     backend.delete(spec.ref, grace_s=1)
     status = finished(backend, spec)
@@ -178,7 +178,7 @@ def test_a_dispatch_killed_before_the_runner_started_loses_nothing(backend):
 def test_a_restarted_worker_finds_the_job_where_it_left_it(backend):
     spec = python("import time; print('up', flush=True); time.sleep(60)")
     backend.create(spec)
-    wait_until(lambda: "up" in backend.logs(spec.ref))
+    wait_until(lambda: "up" in backend.logs(spec.ref).text)
     again = LocalJobs(root=backend.root, grace_s=1)  # a new process knows only the directory
     assert again.status(spec.ref).phase == "running"
     assert again.create(spec).phase == "running"  # a replayed dispatch does not start it twice
@@ -189,7 +189,7 @@ def test_a_restarted_worker_finds_the_job_where_it_left_it(backend):
 def test_a_lost_runner_is_noticed_and_its_leftovers_stopped(backend):
     spec = python("import time; print('up', flush=True); time.sleep(60)")
     backend.create(spec)
-    wait_until(lambda: "up" in backend.logs(spec.ref))
+    wait_until(lambda: "up" in backend.logs(spec.ref).text)
     state = json.loads((backend.root / spec.name / "state.json").read_text())
     os.kill(state["runner_pid"], signal.SIGKILL)
     status = wait_until(lambda: (s := backend.status(spec.ref)).message.startswith("running, but") and s)
@@ -204,8 +204,66 @@ def test_a_lost_runner_is_noticed_and_its_leftovers_stopped(backend):
 def test_cancel_before_start_and_unknown_jobs(backend):
     spec = python("print('never')")
     assert backend.status(spec.ref).phase == "missing"
-    assert backend.logs(spec.ref) == ""
+    assert backend.logs(spec.ref).text == ""
     backend.delete(spec.ref)  # unknown: nothing to do
+
+
+# --- logs a page at a time -------------------------------------------------------------------------
+
+
+def numbered_log(backend, ref, lines: int) -> bytes:
+    """A log as a job leaves it (the runner's file, written here directly): `line 000001` .. 12 bytes a line."""
+    data = b"".join(b"line %06d\n" % n for n in range(1, lines + 1))
+    directory = backend.root / ref.name
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "rank-0.log").write_bytes(data)
+    return data
+
+
+def test_a_log_larger_than_the_cap_gives_its_end_and_says_it_is_cut(backend, settings):
+    settings.JOBS_LOG_RESPONSE_MAX_BYTES = 4096
+    ref = python("").ref
+    log = numbered_log(backend, ref, 100_000)  # 1.2 MB
+    page = backend.logs(ref)
+    assert page.data == log[-4096:] and page.truncated is True
+    assert (page.start, page.end, page.size) == (len(log) - 4096, len(log), len(log))
+    # Asked for less than the cap: exactly that, and not "cut".
+    page = backend.logs(ref, limit_bytes=24)
+    assert page.text == "line 099999\nline 100000\n" and page.truncated is False
+
+
+def test_tail_gives_whole_lines_within_the_cap(backend, settings):
+    settings.JOBS_LOG_RESPONSE_MAX_BYTES = 4096
+    ref = python("").ref
+    numbered_log(backend, ref, 100_000)
+    page = backend.logs(ref, tail_lines=3)
+    assert page.text == "line 099998\nline 099999\nline 100000\n" and page.truncated is False
+    # 1000 lines are 12,000 bytes: the last 341 whole lines fit, the partial one before them is dropped.
+    page = backend.logs(ref, tail_lines=1000)
+    assert page.truncated is True and len(page.data) <= 4096
+    assert page.text.startswith("line 099660\n") and page.text.endswith("line 100000\n")
+    assert page.end - page.start == len(page.data) and page.end == page.size
+    assert backend.logs(ref, tail_lines=0).text == ""
+
+
+def test_byte_ranges_page_through_the_whole_log(backend, settings):
+    settings.JOBS_LOG_RESPONSE_MAX_BYTES = 4096
+    ref = python("").ref
+    log = numbered_log(backend, ref, 1000)
+    page = backend.logs(ref, offset=12 * 10, limit_bytes=24)
+    assert page.text == "line 000011\nline 000012\n" and (page.start, page.end) == (120, 144)
+    assert page.truncated is False
+    big = backend.logs(ref, offset=0, limit_bytes=10**9)
+    assert big.data == log[:4096] and big.truncated is True  # the cap, not the caller, cut it
+    pages, offset = [], 0
+    while offset < len(log):
+        page = backend.logs(ref, offset=offset)
+        assert len(page.data) <= 4096
+        pages.append(page.data)
+        offset = page.end
+    assert b"".join(pages) == log
+    past = backend.logs(ref, offset=len(log) + 5)
+    assert (past.data, past.start, past.truncated) == (b"", len(log), False)
 
 
 @pytest.mark.parametrize(

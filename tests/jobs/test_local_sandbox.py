@@ -113,7 +113,7 @@ def test_a_hostile_job_reads_no_secret_and_reaches_no_database(backend, portal, 
     ))  # fmt: skip
     backend.create(spec)
     status = finished(backend, spec)
-    log = backend.logs(spec.ref)
+    log = backend.logs(spec.ref).text
     assert status.phase == "succeeded", log
     results = dict(line.split(": ", 1) for line in log.splitlines())
     assert results == {
@@ -156,8 +156,8 @@ def test_the_ranks_of_one_job_share_a_loopback_of_their_own(backend):
     )
     backend.create(spec)
     status = finished(backend, spec)
-    assert status.phase == "succeeded", backend.logs(spec.ref, rank=0) + backend.logs(spec.ref, rank=1)
-    assert backend.logs(spec.ref, rank=0) == "rank 0 got hello\n"
+    assert status.phase == "succeeded", backend.logs(spec.ref, rank=0).text + backend.logs(spec.ref, rank=1).text
+    assert backend.logs(spec.ref, rank=0).text == "rank 0 got hello\n"
 
 
 def test_a_job_runs_as_an_unprivileged_user(backend):
@@ -165,7 +165,7 @@ def test_a_job_runs_as_an_unprivileged_user(backend):
     spec = JobSpec(job_id=9, attempt=1, image="x", command=("python", "-c", code), gpus_per_node=1, max_runtime_s=60)
     backend.create(spec)
     assert finished(backend, spec).phase == "succeeded"
-    assert backend.logs(spec.ref) == "65534 65534 0000000000000000\n"
+    assert backend.logs(spec.ref).text == "65534 65534 0000000000000000\n"
 
 
 def test_the_log_of_a_rank_stops_at_its_cap_with_one_line_saying_so(backend, settings):
@@ -202,11 +202,11 @@ def test_the_job_gets_sigterm_and_its_sandbox_waits_for_it(backend):
     )
     spec = JobSpec(job_id=12, attempt=1, image="x", command=("python", "-c", code), gpus_per_node=1, max_runtime_s=60)
     backend.create(spec)
-    wait_until(lambda: "training" in backend.logs(spec.ref))
+    wait_until(lambda: "training" in backend.logs(spec.ref).text)
     backend.delete(spec.ref, grace_s=30)
     status = finished(backend, spec)
     assert status.message == "cancelled" and status.exit_codes == (0,)
-    assert backend.logs(spec.ref) == "training\ncheckpoint written\n"  # its own handler ran, not a SIGKILL
+    assert backend.logs(spec.ref).text == "training\ncheckpoint written\n"  # its own handler ran, not a SIGKILL
 
 
 def test_a_job_gets_its_share_of_memory_cpu_time_and_file_size(backend, settings):
@@ -221,4 +221,4 @@ def test_a_job_gets_its_share_of_memory_cpu_time_and_file_size(backend, settings
     backend.create(spec)
     assert finished(backend, spec).phase == "succeeded"
     # 2 GPUs: 4 GiB of heap, 0.5 CPU each over 600 s (+60 s of slack), a file as large as the checkpoint volume.
-    assert backend.logs(spec.ref).split() == [str(4 * 1024**3), str(600 + 60), str(1024**3), "0"]
+    assert backend.logs(spec.ref).text.split() == [str(4 * 1024**3), str(600 + 60), str(1024**3), "0"]

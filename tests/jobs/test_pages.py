@@ -1,11 +1,12 @@
 """The job pages for every role: list, submit (with the dry run), detail with events and logs, cancel."""
 
 import pytest
+from django.utils import timezone
 
 from jobs.models import Job, JobState
 from portal.accounts.models import User
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
-from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab
+from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab, local_backend_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,23 @@ def test_detail_is_404_for_jobs_one_may_not_see(browser_client, jobs):
     assert client.get(f"/jobs/{jobs['student'].pk}/").status_code == 200
     assert client.get(f"/jobs/{jobs['other'].pk}/").status_code == 404
     assert client.get(f"/jobs/{jobs['other'].pk}/cancel/").status_code == 404
+
+
+def test_the_log_view_shows_the_end_of_a_huge_log_and_says_it_is_cut(browser_client, local_backend, settings):
+    client = browser_client("student")
+    job = JobFactory(owner=User.objects.get(username="student-x"), state=JobState.FAILED, finished_at=timezone.now())
+    directory = local_backend.root / f"job-{job.pk}-a1"
+    directory.mkdir(parents=True)
+    (directory / "rank-0.log").write_bytes(b"epoch 1\nepoch 2\n")
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "epoch 1\nepoch 2\n</pre>" in page and "Showing the last" not in page
+    # One line of 3 MiB (a progress bar without newlines): the page holds its last MiB and says so.
+    (directory / "rank-0.log").write_bytes(b"#" * (3 * 1024 * 1024 - 9) + b"the end\n")
+    response = client.get(f"/jobs/{job.pk}/")
+    assert response.status_code == 200 and len(response.content) < 1024 * 1024 + 20_000
+    page = response.content.decode()
+    assert "the end\n</pre>" in page
+    assert "Showing the last 1.0\xa0MB of 3.0\xa0MB: one view holds at most 1.0\xa0MB" in page
 
 
 def test_teachers_see_their_students_jobs_but_do_not_cancel_them(browser_client, jobs):

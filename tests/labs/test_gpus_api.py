@@ -199,6 +199,24 @@ def test_malformed_or_absurd_pushes_are_refused_and_nothing_is_kept(lab, key, bo
     assert store.read_inboxes(["gpu01"]) == []
 
 
+@pytest.mark.parametrize("sampled_at", [-1e18, 0, "1970-01-01T00:00:00+00:00", -3600])
+def test_a_sample_from_long_ago_is_refused_with_the_reason(lab, key, sampled_at, caplog):
+    when = time.time() + sampled_at if sampled_at == -3600 else sampled_at  # an hour ago, by the test's clock
+    with caplog.at_level(logging.WARNING, logger="labs.telemetry"):
+        response = agent(key).post("/api/v1/agent/samples/", push_body(sampled_at=when), format="json")
+    assert response.status_code == 400
+    data = response.json()
+    assert data["code"] == "invalid" and "samples" in data["fields"]
+    assert "more than 5 minutes ago; send current samples and check the node's clock" in str(data)
+    assert "refused" in caplog.text
+    assert store.read_inboxes(["gpu01"]) == []
+
+
+def test_a_late_push_within_minutes_is_taken(lab, key):
+    response = agent(key).post("/api/v1/agent/samples/", push_body(sampled_at=time.time() - 60), format="json")
+    assert response.status_code == 202 and len(store.read_inboxes(["gpu01"])) == 1
+
+
 @pytest.mark.parametrize(
     "raw,content_type",
     [

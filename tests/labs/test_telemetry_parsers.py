@@ -6,9 +6,11 @@ import math
 
 import pytest
 
+from labs.telemetry import sources
 from labs.telemetry.dcgm import parse_scrape, samples_from_rows
 from labs.telemetry.exposition import parse_line, parse_text
 from labs.telemetry.prometheus import QUERY, PrometheusAnswerError, parse_answer, rows_from_answer
+from labs.telemetry.samples import GpuTarget, checked, problem_with
 
 NOW = 1_760_000_000.0
 
@@ -113,6 +115,33 @@ def test_malformed_lines_are_skipped_and_the_rest_is_read(caplog):
         (sample,) = parse_scrape(text, node="gpu02", now=NOW)
     assert sample.util_pct == 40 and sample.temp_c is None and sample.mem_used_mb is None
     assert "3 unreadable lines" in caplog.text
+
+
+def test_a_timestamp_no_float_can_hold_is_a_malformed_line_not_a_crash(caplog):
+    text = 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 40\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 61 ' + "9" * 400 + "\n"
+    with caplog.at_level(logging.WARNING, logger="labs.telemetry"):
+        (sample,) = parse_scrape(text, node="gpu07", now=NOW)  # a node no other test logs for (logs are throttled)
+    assert sample.util_pct == 40 and sample.temp_c is None and "1 unreadable lines in gpu07" in caplog.text
+
+
+def test_old_times_from_an_exporter_or_prometheus_are_refused_by_the_checks():
+    (scraped,) = parse_scrape('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 40 1000\n', node="gpu02", now=NOW)
+    answer = prometheus_answer([series("DCGM_FI_DEV_GPU_UTIL", "40", t=-1e18, Hostname="gpu03", gpu="0")])
+    (queried,) = parse_answer(answer, now=NOW)
+    assert scraped.sampled_at == 1.0 and queried.sampled_at == -1e18
+    assert "in the past" in problem_with(scraped, now=NOW) and "in the past" in problem_with(queried, now=NOW)
+    assert checked([scraped, queried], source="test", now=NOW) == []
+
+
+def test_one_nodes_page_cannot_cost_the_other_nodes_their_samples(monkeypatch):
+    pages = {
+        "gpu01": 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 40 ' + "9" * 400 + "\n",
+        "gpu02": 'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 41\n',
+    }
+    monkeypatch.setattr(sources.http, "get_text", lambda url, timeout_s: pages[url.split("//")[1].split(":")[0]])
+    targets = [GpuTarget(n, node, 0, None, "RTX 4090", 24564, "ready") for n, node in enumerate(pages)]
+    collected = sources.DcgmSource(url_template="http://{node}:9400/metrics", timeout_s=1).collect(targets, NOW)
+    assert [(sample.node, sample.util_pct) for sample in collected] == [("gpu02", 41.0)]
 
 
 def test_exposition_line_details():

@@ -54,6 +54,9 @@ def target(node="gpu01", index=0, gpu_id=1, uuid=None, status="ready", held=Fals
         ({"power_w": float("inf")}, "power_w is not a number"),
         ({"mem_used_mb": 30_000.0}, "exceeds mem_total_mb"),
         ({"sampled_at": NOW + 3600}, "in the future"),
+        ({"sampled_at": NOW - 3600}, "3600 s in the past"),
+        ({"sampled_at": -1e18}, "in the past"),  # what one node key once sent, stalling every tick
+        ({"sampled_at": 0.0}, "in the past"),
         ({"xid": -1}, "xid -1 is outside"),
         ({"util_pct": True}, "util_pct is not a number"),
     ],
@@ -66,6 +69,7 @@ def test_sane_samples_pass_even_when_partial():
     assert problem_with(sample(), now=NOW) is None
     assert problem_with(GpuSample(node="gpu01", index=0, sampled_at=NOW), now=NOW) is None
     assert problem_with(sample(mem_used_mb=24564.0 * 1.005), now=NOW) is None  # rounding
+    assert problem_with(sample(sampled_at=NOW - 60), now=NOW) is None  # a late push is fine
 
 
 def test_dropped_samples_are_logged_once_per_gpu_and_reason(caplog):
@@ -137,6 +141,16 @@ def test_minute_buckets_average_and_peak_each_sample_once():
     assert row.temp_max_c == 62.0 and row.minute == dt.datetime.fromtimestamp(minute, tz=dt.UTC)
     assert buckets.pending() == 1
     assert len(buckets.due(minute + 66, everything=True)) == 1
+
+
+def test_a_minute_no_date_can_hold_is_dropped_and_the_others_written(caplog):
+    buckets = MinuteBuckets()
+    buckets.add(1, sample(sampled_at=NOW))
+    buckets.add(2, sample(sampled_at=-1e18))  # let in by a check that knew no lower bound
+    with caplog.at_level(logging.WARNING, logger="labs.telemetry"):
+        rows = buckets.due(NOW + 120)
+    assert [row.gpu_id for row in rows] == [1] and buckets.pending() == 0
+    assert "dropped the minute of GPU 2" in caplog.text
 
 
 @pytest.mark.django_db
