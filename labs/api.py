@@ -14,6 +14,7 @@ from labs.models import NodeStatus, ReservationStatus
 from labs.reservations import NodeRequest, free_nodes, reservation_cancel, reservation_create, reservation_decide
 from labs.selectors import node_reservations, nodes_visible_to, reservation_for, reservations_visible_to
 from portal.accounts.models import Course, User
+from portal.dates import LabDateField, LabDateTimeField
 
 
 class IsTeacherOrAdmin(permissions.BasePermission):
@@ -75,8 +76,8 @@ class NodeListApi(APIView):
 
 class ReservationIn(serializers.Serializer):
     title = serializers.CharField(max_length=120)
-    starts_at = serializers.DateTimeField(help_text="Without an offset, read in the lab's time zone.")
-    ends_at = serializers.DateTimeField()
+    starts_at = LabDateTimeField(help_text="Without an offset, read in the lab's time zone.")
+    ends_at = LabDateTimeField()
     nodes = serializers.ListField(
         child=serializers.CharField(max_length=63), required=False, allow_null=True, allow_empty=False, max_length=1000
     )
@@ -84,7 +85,7 @@ class ReservationIn(serializers.Serializer):
     all_nodes = serializers.BooleanField(required=False, default=False)
     course = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=32)
     owner = serializers.CharField(required=False, max_length=150, help_text="Admins only: book for this teacher.")
-    repeat_weekly_until = serializers.DateField(
+    repeat_weekly_until = LabDateField(
         required=False, allow_null=True, help_text="Repeat at the same local time every week until this date."
     )
 
@@ -151,7 +152,7 @@ class ConflictOut(serializers.Serializer):
 class WindowQuery(serializers.Serializer):
     def get_fields(self):
         # `from` is a Python keyword, so the fields are named here rather than as attributes.
-        return {"from": serializers.DateTimeField(required=False), "to": serializers.DateTimeField(required=False)}
+        return {"from": LabDateTimeField(required=False), "to": LabDateTimeField(required=False)}
 
 
 MAX_LIST_DAYS = 120
@@ -240,8 +241,8 @@ class ReservationDecisionApi(APIView):
 
 
 class AvailabilityQuery(serializers.Serializer):
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = LabDateTimeField()
+    ends_at = LabDateTimeField()
 
     def validate(self, data):
         if data["ends_at"] <= data["starts_at"]:

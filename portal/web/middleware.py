@@ -1,0 +1,48 @@
+"""Input no part of the portal accepts, refused at the door; and the pages' answer to a PortalError.
+
+A NUL character cannot be stored by PostgreSQL (psycopg raises DataError: a 500 wherever it reaches a query),
+nor used in a file name, and no field of the portal needs one. The address (path and query string) and form
+posts are checked here, before any view; JSON bodies by the API's parser (portal.api.parsers).
+"""
+
+from __future__ import annotations
+
+from portal.errors import PortalError
+from portal.web.errors import bad_request, portal_error_page
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def nul_problem(request) -> str | None:
+    """Where the request carries a NUL character, as a sentence; None when it does not."""
+    if "\x00" in request.path or "\x00" in request.path_info:
+        return "The address holds a NUL character (%00); no page or API path has one."
+    if _has_nul(request.GET.lists()):
+        return "The query string holds a NUL character (%00); no parameter takes one."
+    if request.method == "POST" and request.content_type in FORM_TYPES:
+        files = ((name, [upload.name or "" for upload in uploads]) for name, uploads in request.FILES.lists())
+        if _has_nul(request.POST.lists()) or _has_nul(files):
+            return "The form holds a NUL character; no field takes one. Remove it and send the form again."
+    return None
+
+
+def _has_nul(pairs) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in pairs)
+
+
+class MalformedInputMiddleware:
+    """First in MIDDLEWARE: nothing after it (static files, sessions, views) sees a NUL character."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if reason := nul_problem(request):
+            return bad_request(request, reason=reason)
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        # The API answers its own errors (portal.api.errors); a page that let a PortalError through gets its page.
+        if isinstance(exception, PortalError) and not request.path.startswith("/api/"):
+            return portal_error_page(request, exception)
+        return None
