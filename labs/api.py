@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
@@ -154,6 +155,14 @@ class WindowQuery(serializers.Serializer):
         # `from` is a Python keyword, so the fields are named here rather than as attributes.
         return {"from": LabDateTimeField(required=False), "to": LabDateTimeField(required=False)}
 
+    def validate(self, data):
+        # DRF reads a blank optional parameter as absent; `?to=` is more likely a script's mistake: say so.
+        blank = {name: ["Give an ISO time, or leave the parameter out."] for name in ("from", "to")}
+        blank = {name: why for name, why in blank.items() if self.initial_data.get(name) == ""}
+        if blank:
+            raise serializers.ValidationError(blank)
+        return data
+
 
 MAX_LIST_DAYS = 120
 
@@ -163,8 +172,8 @@ class ReservationListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("from", str, description="ISO time; default now"),
-            OpenApiParameter("to", str, description="ISO time; default 14 days after from"),
+            OpenApiParameter("from", OpenApiTypes.DATETIME, description="ISO time; default now"),
+            OpenApiParameter("to", OpenApiTypes.DATETIME, description="ISO time; default 14 days after from"),
         ],
         responses=ReservationOut(many=True),
         summary="Reservations overlapping a window",

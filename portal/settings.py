@@ -62,6 +62,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # JSON under /api/, the 403 page elsewhere
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
 
@@ -190,6 +191,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The contract's error answers and the links between operations (portal/api/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_errors_and_links",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "NodeStatusEnum": "labs.models.NodeStatus",
         "ReservationStatusEnum": "labs.models.ReservationStatus",

@@ -43,3 +43,12 @@ def portal_error_page(request, exc: PortalError):
     if exc.status == 403:
         return render(request, "errors/403.html", {"reason": exc.message}, status=403)
     return render(request, "errors/400.html", {"reason": exc.message}, status=exc.status)
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: a form sent without its token (or from elsewhere), in the error format of its side."""
+    if request.path.startswith("/api/"):
+        detail = "CSRF check failed: browser sessions send the X-CSRFToken header; scripts use a Token header."
+        return JsonResponse({"detail": detail, "code": "permission_denied"}, status=403)
+    reason = "This form expired or came from another site. Reload the page and send it again."
+    return render(request, "errors/403.html", {"reason": reason}, status=403)
