@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,19 +22,29 @@ class BackendUnavailable(PortalError):
     code = "backend_unavailable"
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class _StringListJson(serializers.JSONField):
+    """JSON read as it comes (the service names what is wrong with it); documented as the list it must be."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+class _StringMapJson(serializers.JSONField):
+    """JSON read as it comes; documented as the NAME: value object it must be."""
+
+
 class JobIn(serializers.Serializer):
     """Types only; every rule (allow-list, argv, quotas, reservations) is the service's, for pages and API alike."""
 
     name = serializers.CharField(max_length=200, allow_blank=True)
     image = serializers.CharField(max_length=300, allow_blank=True)
-    command = serializers.JSONField(help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string.')
+    command = _StringListJson(help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string.')
     gpus = serializers.IntegerField(help_text="GPUs per node.")
     nodes = serializers.IntegerField(required=False, default=1)
     max_runtime_s = serializers.IntegerField()
     priority = serializers.ChoiceField(choices=PriorityClass.choices, required=False, default=PriorityClass.NORMAL)
     reservation = serializers.IntegerField(required=False, allow_null=True, default=None)
-    env = serializers.JSONField(required=False, default=dict)
-    datasets = serializers.JSONField(required=False, default=list)
+    env = _StringMapJson(required=False, default=dict)
+    datasets = _StringListJson(required=False, default=list)
     course = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, max_length=32)
 
 
@@ -100,13 +110,10 @@ class JobDetailOut(JobOut):
 
 
 class JobListQuery(serializers.Serializer):
-    status = serializers.CharField(required=False, help_text="Only jobs in this state.")
-
-    def validate_status(self, value: str) -> str:
-        if value not in JobState.values:
-            raise serializers.ValidationError(f"One of {', '.join(JobState.values)}.")
-        return value
-
+    # Blank is read as absent (as DRF reads any optional query parameter), so the schema says "" is allowed.
+    status = serializers.ChoiceField(
+        choices=JobState.choices, required=False, allow_blank=True, help_text="Only jobs in this state."
+    )
     mine = serializers.BooleanField(required=False, default=False)
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
@@ -15,6 +16,7 @@ from labs.reservations import NodeRequest, free_nodes, reservation_cancel, reser
 from labs.selectors import node_reservations, nodes_visible_to, reservation_for, reservations_visible_to
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
+from portal.dates import LabDateField, LabDateTimeField
 
 
 class IsTeacherOrAdmin(permissions.BasePermission):
@@ -77,8 +79,8 @@ class NodeListApi(APIView):
 
 class ReservationIn(serializers.Serializer):
     title = serializers.CharField(max_length=120)
-    starts_at = serializers.DateTimeField(help_text="Without an offset, read in the lab's time zone.")
-    ends_at = serializers.DateTimeField()
+    starts_at = LabDateTimeField(help_text="Without an offset, read in the lab's time zone.")
+    ends_at = LabDateTimeField()
     nodes = serializers.ListField(
         child=serializers.CharField(max_length=63), required=False, allow_null=True, allow_empty=False, max_length=1000
     )
@@ -86,7 +88,7 @@ class ReservationIn(serializers.Serializer):
     all_nodes = serializers.BooleanField(required=False, default=False)
     course = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=32)
     owner = serializers.CharField(required=False, max_length=150, help_text="Admins only: book for this teacher.")
-    repeat_weekly_until = serializers.DateField(
+    repeat_weekly_until = LabDateField(
         required=False, allow_null=True, help_text="Repeat at the same local time every week until this date."
     )
 
@@ -143,7 +145,15 @@ class ConflictOut(serializers.Serializer):
 class WindowQuery(serializers.Serializer):
     def get_fields(self):
         # `from` is a Python keyword, so the fields are named here rather than as attributes.
-        return {"from": serializers.DateTimeField(required=False), "to": serializers.DateTimeField(required=False)}
+        return {"from": LabDateTimeField(required=False), "to": LabDateTimeField(required=False)}
+
+    def validate(self, data):
+        # DRF reads a blank optional parameter as absent; `?to=` is more likely a script's mistake: say so.
+        blank = {name: ["Give an ISO time, or leave the parameter out."] for name in ("from", "to")}
+        blank = {name: why for name, why in blank.items() if self.initial_data.get(name) == ""}
+        if blank:
+            raise serializers.ValidationError(blank)
+        return data
 
 
 MAX_LIST_DAYS = 120
@@ -154,8 +164,8 @@ class ReservationListApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("from", str, description="ISO time; default now"),
-            OpenApiParameter("to", str, description="ISO time; default 14 days after from"),
+            OpenApiParameter("from", OpenApiTypes.DATETIME, description="ISO time; default now"),
+            OpenApiParameter("to", OpenApiTypes.DATETIME, description="ISO time; default 14 days after from"),
         ],
         responses=ReservationOut(many=True),
         summary="Reservations overlapping a window",
@@ -232,8 +242,8 @@ class ReservationDecisionApi(APIView):
 
 
 class AvailabilityQuery(serializers.Serializer):
-    starts_at = serializers.DateTimeField()
-    ends_at = serializers.DateTimeField()
+    starts_at = LabDateTimeField()
+    ends_at = LabDateTimeField()
 
     def validate(self, data):
         if data["ends_at"] <= data["starts_at"]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 import time
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -19,6 +18,7 @@ from labs.models import NodeAgentToken
 from labs.telemetry.agents import agent_token_check, samples_push
 from labs.telemetry.samples import LIMITS, MAX_CLOCK_SKEW_S, MAX_SAMPLE_AGE_S, GpuSample, problem_with
 from labs.telemetry.selectors import gpus_visible_to
+from portal.dates import date_in_range, seconds_in_range
 
 log = logging.getLogger("labs.telemetry")
 
@@ -144,7 +144,7 @@ class TimestampField(serializers.Field):
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, (int, float)):
-            if not math.isfinite(data):
+            if not seconds_in_range(data):  # also NaN and infinities; never float() a 400-digit int
                 self.fail("invalid")
             return float(data)
         if isinstance(data, str):
@@ -152,7 +152,7 @@ class TimestampField(serializers.Field):
                 parsed = dt.datetime.fromisoformat(data)
             except ValueError:
                 self.fail("invalid")
-            if parsed.tzinfo is None:
+            if parsed.tzinfo is None or not date_in_range(parsed):
                 self.fail("invalid")
             return parsed.timestamp()
         self.fail("invalid")

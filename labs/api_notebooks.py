@@ -66,7 +66,7 @@ class NotebookOut(serializers.Serializer):
 
 
 class NotebookListQuery(serializers.Serializer):
-    status = serializers.ChoiceField(choices=NotebookStatus.choices, required=False)
+    status = serializers.ChoiceField(choices=NotebookStatus.choices, required=False, allow_blank=True)  # blank: all
     mine = serializers.BooleanField(required=False, default=False)
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
 

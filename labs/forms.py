@@ -10,20 +10,21 @@ from django.utils import timezone
 from labs.models import Node, NodeStatus
 from labs.reservations import NodeRequest
 from portal.accounts.models import Course, Role, User
+from portal.dates import LabDateFormField
 
 MODES = [("count", "Any free nodes"), ("named", "These nodes"), ("all", "The whole lab")]
 
 
 class ReservationForm(forms.Form):
     title = forms.CharField(max_length=120, help_text="What people will see, e.g. “DL-101 lab session”.")
-    date = forms.DateField(widget=forms.DateInput(attrs={"type": "date"}))
+    date = LabDateFormField(widget=forms.DateInput(attrs={"type": "date"}))
     start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="From")
     end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="Until")
     mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label="Nodes")
     node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label="How many")
     nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Which")
     course = forms.ModelChoiceField(queryset=Course.objects.none(), required=False, empty_label="No course")
-    repeat_weekly_until = forms.DateField(
+    repeat_weekly_until = LabDateFormField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
         label="Repeat weekly until",

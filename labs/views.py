@@ -26,6 +26,7 @@ from labs.selectors import (
 )
 from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
 from portal.accounts.selectors import effective_quota
+from portal.dates import date_param
 from portal.errors import PortalError
 
 
@@ -42,10 +43,8 @@ def node_list(request: HttpRequest) -> HttpResponse:
 
 
 def _monday(raw: str | None) -> dt.date:
-    try:
-        day = dt.date.fromisoformat(raw) if raw else timezone.localdate()
-    except ValueError:
-        day = timezone.localdate()
+    """The Monday of `?week=` (any day of it; default this week); a 400 page for a date the lab cannot mean."""
+    day = date_param(raw, field="week") or timezone.localdate()
     return day - dt.timedelta(days=day.weekday())
 
 

@@ -107,6 +107,7 @@ urlpatterns = [
     path("metrics", ops.metrics, name="metrics"),
 ]
 
+handler400 = "portal.web.errors.bad_request"
 handler403 = "portal.web.errors.permission_denied"
 handler404 = "portal.web.errors.not_found"
 handler500 = "portal.web.errors.server_error"

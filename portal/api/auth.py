@@ -11,6 +11,8 @@ from portal.accounts.selectors import token_expired, token_expires_at
 
 class ExpiringTokenAuthentication(TokenAuthentication):
     def authenticate_credentials(self, key):
+        if "\x00" in key:  # PostgreSQL cannot even look such a key up; no key has one
+            raise exceptions.AuthenticationFailed("Invalid token.")
         user, token = super().authenticate_credentials(key)
         if token_expired(token):
             expired_on = timezone.localtime(token_expires_at(token)).strftime("%Y-%m-%d %H:%M %Z")

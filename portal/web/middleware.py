@@ -1,37 +1,61 @@
-"""Refusals raised by services and selectors become answers on pages the same way the API answers them.
+"""Input no part of the portal accepts, refused at the door; and the pages' answer to a PortalError.
 
-A view calls a selector or a service and lets `NotFound` (404: the caller may not see it, or there is no such thing)
-and `NotPermitted` (403: they may see it but not do this) travel up; this middleware renders them with the rule's own
-sentence, so a page never translates a refusal by hand and never answers 404 where the API answers 403.
+Refusals read the same everywhere: a view calls a selector or a service and lets `NotFound` (404: the caller may not
+see it, or there is no such thing) and `NotPermitted` (403: they may see it but not do this) travel up; the API's
+handler and this middleware answer them with the rule's one sentence (portal.accounts.permissions), so no page
+translates a refusal by hand.
+
+A NUL character cannot be stored by PostgreSQL (psycopg raises DataError: a 500 wherever it reaches a query),
+nor used in a file name, and no field of the portal needs one. The address (path and query string) and form
+posts are checked here, before any view; JSON bodies by the API's parser (portal.api.parsers).
 """
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import JsonResponse
 
-from portal.errors import NotFound, NotPermitted, PortalError
-from portal.web.errors import not_found, permission_denied
+from portal.errors import PortalError
+from portal.web.errors import bad_request, portal_error_page
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
-class PortalErrorMiddleware:
-    def __init__(self, get_response) -> None:
+def nul_problem(request) -> str | None:
+    """Where the request carries a NUL character, as a sentence; None when it does not."""
+    if "\x00" in request.path or "\x00" in request.path_info:
+        return "The address holds a NUL character (%00); no page or API path has one."
+    if _has_nul(request.GET.lists()):
+        return "The query string holds a NUL character (%00); no parameter takes one."
+    if request.method == "POST" and request.content_type in FORM_TYPES:
+        files = ((name, [upload.name or "" for upload in uploads]) for name, uploads in request.FILES.lists())
+        if _has_nul(request.POST.lists()) or _has_nul(files):
+            return "The form holds a NUL character; no field takes one. Remove it and send the form again."
+    return None
+
+
+def _has_nul(pairs) -> bool:
+    return any("\x00" in key or any("\x00" in value for value in values) for key, values in pairs)
+
+
+class MalformedInputMiddleware:
+    """First in MIDDLEWARE: nothing after it (static files, sessions, views) sees a NUL character."""
+
+    def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request):
+        if reason := nul_problem(request):
+            return bad_request(request, reason=reason)
         return self.get_response(request)
 
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, (NotFound, NotPermitted)):
+    def process_exception(self, request, exception):
+        # DRF views answer their own errors (portal.api.errors); anything else that let a PortalError through gets
+        # its page, or its JSON under /api/.
+        if not isinstance(exception, PortalError):
             return None
         if request.path.startswith("/api/"):
-            return _json(exception)
-        if isinstance(exception, NotFound):
-            return not_found(request, exception)
-        return permission_denied(request, exception)
-
-
-def _json(exception: PortalError) -> JsonResponse:
-    response = JsonResponse(exception.as_body(), status=exception.status)
-    for name, value in exception.headers.items():
-        response[name] = value
-    return response
+            response = JsonResponse(exception.as_body(), status=exception.status)
+            for name, value in exception.headers.items():
+                response[name] = value
+            return response
+        return portal_error_page(request, exception)
