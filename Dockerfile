@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # GPU Lab Portal: one image for web (uvicorn), worker and beat (celery) and migrate.
-FROM python:3.11-slim
+# Pinned to a patch release and Debian release; bump deliberately (tests/deploy/test_dockerfile.py checks the pin).
+FROM python:3.11.13-slim-bookworm
 
 # PYTHONPATH=/app: the portal runs from its source tree (settings find templates/ and
 # static/ next to the packages), so /app must win over the copy `pip install .` puts in
@@ -31,14 +32,20 @@ COPY . .
 RUN pip install --no-cache-dir . \
  && rm -rf build ./*.egg-info
 
-# Static files are collected into the image (served by WhiteNoise). The settings need a
-# SECRET_KEY with DEBUG off; this dummy exists only for this step, never at run time.
-RUN DEBUG=false SECRET_KEY=collectstatic-build-only-not-a-secret \
+# Static files are collected into the image (served by WhiteNoise from the read-only root filesystem, with
+# hashed names from the manifest). The settings refuse to load with DEBUG off unless every secret is set: these
+# dummies (and a throw-away signing key) exist only for this step, never at run time.
+RUN key="$(mktemp)" \
+ && python -c "import sys; from cryptography.hazmat.primitives import serialization as s; from cryptography.hazmat.primitives.asymmetric import rsa; open(sys.argv[1], 'wb').write(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()))" "$key" \
+ && DEBUG=false SECRET_KEY=collectstatic-build-only-not-a-secret NOTEBOOKS_HUB_TOKEN=build-only \
+        HUB_OAUTH_CLIENT_SECRET=build-only OIDC_RSA_PRIVATE_KEY_FILE="$key" \
         python manage.py collectstatic --noinput \
+ && rm -f "$key" \
  && mkdir -p /app/var \
  && chown portal:portal /app/var
 
-USER portal
+# A numeric user, so Kubernetes' runAsNonRoot can verify it without the image's /etc/passwd.
+USER 10001:10001
 EXPOSE 8000
 
 # No curl in slim. The request goes to 127.0.0.1, so ALLOWED_HOSTS must include it.

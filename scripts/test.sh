@@ -4,14 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages the tests drive: Debian's Chromium (browser tests), docker-compose (compose file check) and
-# Node.js with npm (JupyterHub's proxy, configurable-http-proxy, for the notebook tests).
+# System packages the tests drive: Debian's Chromium (browser tests), docker-compose (compose file check),
+# kubernetes-client (kubectl kustomize renders deploy/) and Node.js with npm (JupyterHub's proxy,
+# configurable-http-proxy, for the notebook tests).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # bubblewrap: local jobs and notebooks run only in its sandbox (jobs/backends/sandbox.py).
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# kubectl: its Kustomize renders deploy/ for tests/deploy.
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
