@@ -40,6 +40,22 @@ def _fresh_rate_limits(settings):
     settings.RATE_LIMIT_KEY_PREFIX = f"ratelimit-test-{uuid.uuid4().hex}"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_telemetry_state():
+    """Each test starts with no live GPU state: the cache (Redis) outlives tests, and the state one test wrote would be
+    what the next test's pages and API show."""
+    from django.core.cache import cache
+
+    client = getattr(getattr(cache, "_cache", None), "get_client", None)
+    if client is None:  # the local-memory cache of the SQLite session: one per process, cleared outright
+        cache.clear()
+        return
+    redis = client(write=True)
+    keys = list(redis.scan_iter(match=cache.make_key("telemetry:*")))
+    if keys:
+        redis.delete(*keys)
+
+
 @pytest.fixture
 def user_of_role(db):
     def make(role: str):
