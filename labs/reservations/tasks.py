@@ -7,7 +7,7 @@ import logging
 
 from celery import shared_task
 
-from labs.reservations.services import reservations_tick as reservations_tick_service
+from labs.reservations.tick import reservations_tick as reservations_tick_service
 
 log = logging.getLogger(__name__)
 
