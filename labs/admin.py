@@ -16,7 +16,7 @@ from labs.models import (
 )
 from labs.notebooks.profiles import PROFILE_FIELDS
 from labs.notebooks.services import notebook_stop
-from labs.reservations import reservation_cancel, reservation_decide
+from labs.reservations.services import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
 from labs.telemetry.agents import agent_key_assign, agent_token_revoke
 from labs.telemetry.health import alert_acknowledge

@@ -3,7 +3,6 @@ import logging
 from celery import shared_task
 
 from labs.backends.inventory import get_inventory_backend
-from labs.reservations import reservations_tick as reservations_tick_service
 from labs.services import inventory_sync as inventory_sync_service
 from portal.errors import BackendError
 
@@ -23,14 +22,6 @@ def inventory_sync(self) -> str:
         raise
     report = inventory_sync_service(specs=specs, source=backend.name, prune=backend.name == "kubernetes")
     log.info("inventory sync: %s", report)
-    return str(report)
-
-
-@shared_task
-def reservations_tick() -> str:
-    """Warn ahead of reservations, start and end them, release no-shows (safe to run twice or late)."""
-    report = reservations_tick_service()
-    log.info("reservations tick: %s", report)
     return str(report)
 
 

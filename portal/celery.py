@@ -7,3 +7,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Capabilities inside an app keep their tasks in their own folder.
+app.autodiscover_tasks(["labs.reservations"])

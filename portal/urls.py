@@ -11,6 +11,7 @@ from labs import api_notebooks as labs_api_notebooks
 from labs import views as labs_views
 from labs import views_gpus as labs_views_gpus
 from labs import views_notebooks as labs_views_notebooks
+from labs.reservations import urls as reservations_urls
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -24,19 +25,7 @@ api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
-    path("reservations/", labs_api.ReservationListApi.as_view(), name="reservations"),
-    path("reservations/<int:reservation_id>/", labs_api.ReservationDetailApi.as_view(), name="reservation"),
-    path(
-        "reservations/<int:reservation_id>/approve/",
-        labs_api.ReservationDecisionApi.as_view(approve=True),
-        name="reservation-approve",
-    ),
-    path(
-        "reservations/<int:reservation_id>/reject/",
-        labs_api.ReservationDecisionApi.as_view(approve=False),
-        name="reservation-reject",
-    ),
-    path("availability/", labs_api.AvailabilityApi.as_view(), name="availability"),
+    path("", include(reservations_urls.api_urlpatterns)),
     path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
     path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
     path("profiles/", labs_api_notebooks.ProfileListApi.as_view(), name="profiles"),
@@ -66,16 +55,7 @@ urlpatterns = [
     path("lab/nodes/", labs_views.node_list, name="nodes"),
     path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
     path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
-    path("lab/reservations/", labs_views.reservation_timeline, name="reservations"),
-    path("lab/reservations/new/", labs_views.reservation_new, name="reservation-new"),
-    path("lab/reservations/approvals/", labs_views.reservation_approvals, name="reservation-approvals"),
-    path("lab/reservations/<int:reservation_id>/", labs_views.reservation_detail, name="reservation"),
-    path(
-        "lab/reservations/<int:reservation_id>/cancel/", labs_views.reservation_cancel_view, name="reservation-cancel"
-    ),
-    path(
-        "lab/reservations/<int:reservation_id>/decide/", labs_views.reservation_decide_view, name="reservation-decide"
-    ),
+    path("", include(reservations_urls.urlpatterns)),
     path("jobs/", jobs_views.job_list, name="jobs"),
     path("jobs/new/", jobs_views.job_new, name="job-new"),
     path("jobs/<int:job_id>/", jobs_views.job_detail, name="job"),

@@ -41,5 +41,5 @@ python -m pytest "$@"
 for arg in "$@"; do case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && exit 0 ;; esac; done
 echo "==> pytest (SQLite, the embedded path)"
 exec python -m pytest --ds=tests.settings_sqlite "$@" \
-  tests/labs/test_reservations.py tests/labs/test_reservation_api.py tests/labs/test_placement.py \
+  tests/labs/reservations/test_services.py tests/labs/reservations/test_api.py tests/labs/test_placement.py \
   tests/labs/test_course_term.py tests/jobs/test_services.py tests/notebooks/test_notebooks.py

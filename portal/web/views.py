@@ -11,7 +11,8 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods, require_safe
 
 from labs.notebooks.selectors import notebooks_live_of
-from labs.selectors import lab_summary, reservations_of, reservations_pending, usage_of
+from labs.reservations.selectors import reservations_of, reservations_pending
+from labs.selectors import lab_summary, usage_of
 from portal.accounts.models import User
 from portal.accounts.selectors import (
     courses_of,

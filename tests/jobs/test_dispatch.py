@@ -12,7 +12,7 @@ from jobs.models import Job, JobState, StopReason
 from jobs.services import job_cancel, job_submit, scheduling_pass
 from jobs.services.dispatch import job_logs, job_spec, jobs_follow
 from labs.models import Allocation, Reservation, ReservationNode, ReservationStatus
-from labs.reservations import reservations_tick
+from labs.reservations.tick import reservations_tick
 from tests.factories import UserFactory
 from tests.fakes.kube import FakeKube
 from tests.jobs.factories import IMAGE, ImageRuleFactory, lab, local_backend_fixture, wait_until  # noqa: F401

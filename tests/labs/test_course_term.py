@@ -17,7 +17,8 @@ from jobs.services import job_submit
 from labs.models import Allocation, AllocationKind, ReservationStatus
 from labs.notebooks.selectors import profiles_offered
 from labs.placement import Claim, NoCapacity, not_yours, place
-from labs.reservations import NodeRequest, reservation_create, reservations_tick
+from labs.reservations.services import NodeRequest, reservation_create
+from labs.reservations.tick import reservations_tick
 from labs.telemetry.visibility import public_gpu, viewer_for
 from portal.accounts.models import Course
 from portal.errors import NotPermitted

@@ -9,7 +9,8 @@ from django.utils import timezone
 from labs.ledger import Ref
 from labs.models import Allocation, AllocationKind, Reservation, ReservationStatus
 from labs.placement import Claim, NoCapacity, allocate, blocking_windows, place
-from labs.reservations import NodeRequest, reservation_create, reservations_tick
+from labs.reservations.services import NodeRequest, reservation_create
+from labs.reservations.tick import reservations_tick
 from labs.signals import allocations_ended
 from tests.factories import AllocationFactory, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 

@@ -452,7 +452,8 @@ def test_weekly_gpu_hours_warn_at_80_and_stop_after_the_grace_period(course, qua
 def test_a_reservation_taking_the_node_stops_the_notebook_at_its_start(
     course, quarter, django_capture_on_commit_callbacks
 ):
-    from labs.reservations import NodeRequest, reservation_create, reservations_tick
+    from labs.reservations.services import NodeRequest, reservation_create
+    from labs.reservations.tick import reservations_tick
 
     NodeFactory(name="gpu01")
     ada = student(course, "ada")
@@ -476,7 +477,7 @@ def test_a_reservation_taking_the_node_stops_the_notebook_at_its_start(
 
 
 def test_a_notebook_on_a_node_reserved_later_must_end_by_then(course, quarter):
-    from labs.reservations import NodeRequest, reservation_create
+    from labs.reservations.services import NodeRequest, reservation_create
 
     NodeFactory(name="gpu01")
     teacher = UserFactory(username="grace", role="teacher")

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from jobs.models import Job
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus, Reservation
-from labs.reservations import NodeRequest, reservation_create
+from labs.reservations.services import NodeRequest, reservation_create
 from portal.accounts import permissions
 from portal.accounts.models import Notice
 from portal.accounts.services import notice_send, token_issue

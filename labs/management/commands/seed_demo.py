@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from labs.inventory import demo_specs
 from labs.models import NotebookProfile, Reservation
-from labs.reservations import NodeRequest, reservation_create
+from labs.reservations.services import NodeRequest, reservation_create
 from labs.services import inventory_sync
 from portal.accounts.models import Course, Quota, Role, User
 from portal.accounts.services import course_upsert, user_upsert

@@ -9,7 +9,8 @@ from django.db import connection
 from django.utils import timezone
 
 from labs.models import Reservation, ReservationNode, ReservationStatus
-from labs.reservations import NodeRequest, ReservationConflict, reservation_cancel, reservation_create
+from labs.reservations.availability import ReservationConflict
+from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create
 from portal.accounts.models import Quota
 from portal.errors import InvalidInput, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, NodeFactory, UserFactory

@@ -8,7 +8,7 @@ from django import forms
 from django.utils import timezone
 
 from labs.models import Node, NodeStatus
-from labs.reservations import NodeRequest
+from labs.reservations.services import NodeRequest
 from portal.accounts.models import Course, Role, User
 from portal.dates import LabDateFormField
 

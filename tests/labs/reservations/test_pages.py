@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from labs.models import Reservation
-from labs.reservations import NodeRequest, reservation_create
+from labs.reservations.services import NodeRequest, reservation_create
 from portal.accounts.models import Quota
 from tests.factories import PASSWORD, CourseFactory, NodeFactory, UserFactory
 

@@ -1,0 +1,148 @@
+"""Reads about reservations: who may see or open which, the week timeline, what holds a node now and next."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
+from labs.placement import may_use
+from portal.accounts.models import User
+from portal.accounts.permissions import (
+    RESERVATION_OWNER_ACTION,
+    RESERVATIONS_STAFF_ONLY,
+    require_owner_or_admin,
+    require_staff,
+)
+from portal.accounts.selectors import course_ids_active_for
+from portal.errors import NotFound
+
+
+def reservations_visible_to(user: User) -> QuerySet[Reservation]:
+    """Reservations as the API lists them: teachers and admins see the lab's bookings; students none."""
+    if not (user.is_teacher or user.is_lab_admin):
+        return Reservation.objects.none()
+    return Reservation.objects.select_related("owner", "course", "created_by").prefetch_related("nodes")
+
+
+def reservation_for(user: User, reservation_id: int) -> Reservation:
+    """The reservation, if `user` may act on it (its owner or an admin).
+
+    Raises NotFound if there is no such reservation and NotPermitted if the caller may see it
+    listed but not open it; students are refused before they learn whether it exists.
+    """
+    require_staff(user, RESERVATIONS_STAFF_ONLY)
+    reservation = reservations_visible_to(user).filter(pk=reservation_id).first()
+    if reservation is None:
+        raise NotFound("No such reservation.")
+    require_owner_or_admin(user, reservation.owner_id, RESERVATION_OWNER_ACTION)
+    return reservation
+
+
+def reservation_label(reservation: Reservation, viewer: User, course_ids: frozenset[int]) -> dict[str, object]:
+    """What `viewer` may know of a booking: staff see who and what; students only their course's."""
+    mine = reservation.owner_id == viewer.pk
+    if viewer.is_lab_admin or viewer.is_teacher or mine or may_use(reservation, viewer, course_ids):
+        course = f" · {reservation.course.code}" if reservation.course_id else ""
+        return {"title": reservation.title, "who": f"{reservation.owner.username}{course}", "mine": mine}
+    return {"title": "Reserved", "who": "", "mine": False}
+
+
+def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
+    """The week timeline: one row per node, each booking placed by its share of the week.
+
+    Positions come from real durations, so a week with a DST change (167 or 169 hours) still lines up.
+    """
+    tz = timezone.get_current_timezone()
+    days = [monday + dt.timedelta(days=n) for n in range(8)]
+    # In UTC: Python subtracts two times of one zone by the wall clock, which is wrong across DST.
+    edges = [timezone.make_aware(dt.datetime.combine(day, dt.time.min), tz).astimezone(dt.UTC) for day in days]
+    start = edges[0]
+    end = edges[-1]
+    total = (end - start).total_seconds()
+
+    def pct(moment: dt.datetime) -> float:
+        return round(100 * (min(max(moment, start), end) - start).total_seconds() / total, 3)
+
+    course_ids = course_ids_active_for(viewer)
+    rows = (
+        ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
+        .exclude(reservation__status=ReservationStatus.CANCELLED)
+        .select_related("reservation__owner", "reservation__course")
+        .order_by("starts_at")
+    )
+    blocks: dict[int, list[dict]] = {}
+    for row in rows:
+        reservation = row.reservation
+        label = reservation_label(reservation, viewer, course_ids)
+        blocks.setdefault(row.node_id, []).append(
+            {
+                **label,
+                "id": reservation.pk,
+                "status": reservation.status,
+                "left": pct(row.starts_at),
+                "width": max(0.4, pct(row.ends_at) - pct(row.starts_at)),
+                "starts_at": row.starts_at,
+                "ends_at": row.ends_at,
+                "can_open": label["mine"] or viewer.is_lab_admin,
+            }
+        )
+    nodes = [
+        {"name": node.name, "status": node.status, "blocks": blocks.get(node.pk, [])}
+        for node in Node.objects.order_by("name")
+    ]
+    return {
+        "monday": monday,
+        "days": [{"date": day, "left": pct(edge)} for day, edge in zip(days[:7], edges[:7], strict=True)],
+        "nodes": nodes,
+        "now": pct(timezone.now()) if start <= timezone.now() < end else None,
+        "previous": monday - dt.timedelta(days=7),
+        "next": monday + dt.timedelta(days=7),
+    }
+
+
+def reservations_of(user: User, *, now: dt.datetime | None = None) -> QuerySet[Reservation]:
+    """My reservations that have not ended yet, soonest first."""
+    now = now or timezone.now()
+    return (
+        Reservation.objects.filter(owner=user, ends_at__gt=now, status__in=HOLDING_STATUSES)
+        .select_related("course")
+        .prefetch_related("nodes")
+        .order_by("starts_at")
+    )
+
+
+def reservations_pending() -> QuerySet[Reservation]:
+    return (
+        Reservation.objects.filter(status=ReservationStatus.PENDING)
+        .select_related("owner", "course")
+        .prefetch_related("nodes")
+        .order_by("starts_at")
+    )
+
+
+def node_reservations(viewer: User, node_ids: list[int], *, now: dt.datetime | None = None) -> dict[int, dict]:
+    """Per node, the current and the next holding reservation, as far as `viewer` may know."""
+    now = now or timezone.now()
+    course_ids = course_ids_active_for(viewer)
+    found: dict[int, dict] = {node_id: {"current": None, "next": None} for node_id in node_ids}
+    rows = (
+        ReservationNode.objects.filter(node_id__in=node_ids, holds=True, ends_at__gt=now)
+        .exclude(reservation__status__in=[ReservationStatus.CANCELLED, ReservationStatus.ENDED])
+        .select_related("reservation__owner", "reservation__course")
+        .order_by("starts_at")
+    )
+    for row in rows:
+        slot = "current" if row.starts_at <= now else "next"
+        if found[row.node_id][slot] is None:
+            label = reservation_label(row.reservation, viewer, course_ids)
+            found[row.node_id][slot] = {
+                "title": label["title"],
+                "owner": label["who"].split(" · ")[0] or None,
+                "starts_at": row.starts_at,
+                "ends_at": row.ends_at,
+                "status": row.reservation.status,
+            }
+    return found

@@ -1,0 +1,279 @@
+"""Writes about reservations: book (once or weekly), cancel, approve, reject.
+
+The rules come from policy, what is free and what would fit from availability; the tick moves bookings along.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from labs.ledger import Ref, allocations_close
+from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
+from labs.reservations.availability import conflict, free_nodes
+from labs.reservations.policy import ONE_HOUR, check_people, check_week, check_window, resolve_nodes
+from labs.reservations.wording import when
+from portal.accounts.models import Course, User
+from portal.accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
+from portal.accounts.ratelimit import rate_limit_hit
+from portal.accounts.selectors import effective_quota
+from portal.accounts.services import notice_send
+from portal.errors import Conflict, InvalidInput
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeRequest:
+    """Exactly one of: named nodes, a count for the portal to pick, or the whole lab."""
+
+    names: tuple[str, ...] = ()
+    count: int | None = None
+    all_nodes: bool = False
+
+    def __post_init__(self) -> None:
+        # The one check of the rule, for the API, the booking form and every other caller.
+        if sum((bool(self.names), self.count is not None, self.all_nodes)) != 1:
+            raise InvalidInput(
+                "Give exactly one of: nodes (names), node_count, or all_nodes: true.",
+                fields={"nodes": "Give exactly one of: nodes (names), node_count, or all_nodes: true."},
+            )
+
+    @property
+    def kind(self) -> str:
+        return "all" if self.all_nodes else ("count" if self.count is not None else "named")
+
+
+def _insert(reservation: Reservation, nodes: list[Node]) -> None:
+    """Write the rows the exclusion constraint guards; fail (and roll back) if any overlaps."""
+    rows = ReservationNode.objects.bulk_create(
+        ReservationNode(
+            reservation=reservation, node=node, starts_at=reservation.starts_at, ends_at=reservation.ends_at
+        )
+        for node in nodes
+    )
+    # On PostgreSQL the constraint has already refused an overlap; this is the same rule for SQLite,
+    # where the write lock we now hold keeps anyone else from slipping in between.
+    clash = ReservationNode.objects.filter(
+        holds=True,
+        node__in=nodes,
+        starts_at__lt=reservation.ends_at,
+        ends_at__gt=reservation.starts_at,
+    ).exclude(id__in=[row.id for row in rows])
+    if clash.exists():
+        raise IntegrityError("reservation_node_no_overlap")
+
+
+def _book_one(
+    *,
+    by: User,
+    owner: User,
+    course: Course | None,
+    title: str,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    request: NodeRequest,
+    status: str,
+    series: uuid.UUID | None,
+    until: dt.datetime,
+    wanted: list[Node] | int,
+) -> Reservation:
+    count = wanted if isinstance(wanted, int) else len(wanted)
+    for _attempt in range(3):
+        if isinstance(wanted, int):
+            nodes = free_nodes(starts_at, ends_at)[:count]
+            if len(nodes) < count:
+                raise conflict(node_ids=None, count=count, starts_at=starts_at, ends_at=ends_at, until=until)
+        else:
+            nodes = wanted
+        try:
+            with transaction.atomic():
+                reservation = Reservation.objects.create(
+                    owner=owner,
+                    created_by=by,
+                    course=course,
+                    title=title,
+                    starts_at=starts_at,
+                    ends_at=ends_at,
+                    status=status,
+                    requested=request.kind,
+                    series=series,
+                    status_reason="" if status == ReservationStatus.APPROVED else "Waiting for an admin's approval.",
+                )
+                _insert(reservation, nodes)
+            return reservation
+        except IntegrityError:
+            if not isinstance(wanted, int):
+                break
+            # Someone took one of the nodes we picked between our read and our write: pick again.
+    node_ids = None if isinstance(wanted, int) else [node.id for node in wanted]
+    raise conflict(node_ids=node_ids, count=count, starts_at=starts_at, ends_at=ends_at, until=until)
+
+
+def reservation_create(
+    *,
+    by: User,
+    title: str,
+    starts_at: dt.datetime,
+    ends_at: dt.datetime,
+    nodes: NodeRequest,
+    course: Course | None = None,
+    owner: User | None = None,
+    repeat_weekly_until: dt.date | None = None,
+    now: dt.datetime | None = None,
+) -> list[Reservation]:
+    """Book nodes for a window (or the same local time every week until a date). All or nothing.
+
+    Returns the reservations made: one, or one per week of a series.
+    """
+    now = now or timezone.now()
+    # In UTC from here on: Python subtracts two times of one zone by the wall clock, wrong across DST.
+    starts_at, ends_at = starts_at.astimezone(dt.UTC), ends_at.astimezone(dt.UTC)
+    owner = owner or by
+    check_people(by=by, owner=owner, course=course)
+    rate_limit_hit(user=by, action="reservation_create", now=now)
+    limits = effective_quota(owner)
+    title = title.strip()
+    if not title:
+        raise InvalidInput("Give the reservation a title people will recognise.", fields={"title": "Required."})
+
+    windows = _weekly_windows(starts_at, ends_at, repeat_weekly_until)
+    for window_start, window_end in windows:
+        check_window(starts_at=window_start, ends_at=window_end, now=now, limits=limits)
+    wanted = resolve_nodes(nodes, limits)
+    count = wanted if isinstance(wanted, int) else len(wanted)
+    needs_approval = count > limits.reservation_approval_nodes and not by.is_lab_admin
+    status = ReservationStatus.PENDING if needs_approval else ReservationStatus.APPROVED
+    until = now + dt.timedelta(days=limits.reservation_horizon_days)
+    series = uuid.uuid4() if len(windows) > 1 else None
+
+    made: list[Reservation] = []
+    with transaction.atomic():
+        for window_start, window_end in windows:
+            hours = Decimal((window_end - window_start).total_seconds()) / ONE_HOUR
+            check_week(owner=owner, starts_at=window_start, node_hours=hours * count, limits=limits)
+            made.append(
+                _book_one(
+                    by=by,
+                    owner=owner,
+                    course=course,
+                    title=title,
+                    starts_at=window_start,
+                    ends_at=window_end,
+                    request=nodes,
+                    status=status,
+                    series=series,
+                    until=until,
+                    wanted=wanted,
+                )
+            )
+        if needs_approval:
+            _tell_admins_pending(made[0], count)
+    return made
+
+
+def _weekly_windows(
+    starts_at: dt.datetime, ends_at: dt.datetime, until: dt.date | None
+) -> list[tuple[dt.datetime, dt.datetime]]:
+    """The same local wall-clock window each week (so a 14:00 class stays at 14:00 across DST)."""
+    if until is None:
+        return [(starts_at, ends_at)]
+    local_start, local_end = timezone.localtime(starts_at), timezone.localtime(ends_at)
+    if until < local_start.date():
+        raise InvalidInput(
+            "Repeat until a date after the first session.", fields={"repeat_weekly_until": "Before the start."}
+        )
+    windows = []
+    week = 0
+    while True:
+        day_start = local_start.date() + dt.timedelta(weeks=week)
+        if day_start > until:
+            break
+        start = timezone.make_aware(dt.datetime.combine(day_start, local_start.time()))
+        end = timezone.make_aware(dt.datetime.combine(local_end.date() + dt.timedelta(weeks=week), local_end.time()))
+        windows.append((start.astimezone(dt.UTC), end.astimezone(dt.UTC)))
+        week += 1
+        if week > 60:
+            raise InvalidInput(
+                "A weekly series may have at most 60 sessions.", fields={"repeat_weekly_until": "Too far."}
+            )
+    return windows
+
+
+def _tell_admins_pending(reservation: Reservation, count: int) -> None:
+    for admin in User.objects.filter(Q(role="admin") | Q(is_superuser=True), is_active=True):
+        notice_send(
+            user=admin,
+            text=f"{reservation.owner} asks for {count} nodes ({reservation.title}, {when(reservation.starts_at)}):"
+            " approve or reject it under Reservations → Approvals.",
+            ref=f"reservation:{reservation.pk}:pending",
+        )
+
+
+def release_rows(reservation: Reservation, *, end_at: dt.datetime | None) -> None:
+    """Free the nodes: before the window, drop the hold; during it, end the window now. (Cancel, reject, the tick.)"""
+    if end_at is None or end_at <= reservation.starts_at:
+        reservation.node_rows.update(holds=False)
+    else:
+        reservation.node_rows.filter(ends_at__gt=end_at).update(ends_at=end_at)
+        reservation.ends_at = min(reservation.ends_at, end_at)
+    close_allocations(reservation, at=end_at or timezone.now())
+
+
+def close_allocations(reservation: Reservation, *, at: dt.datetime) -> None:
+    """End the reservation's own entry in the ledger (also the tick's, when a window ends)."""
+    allocations_close(ref=Ref.reservation(reservation.pk), at=at)
+
+
+def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime | None = None) -> Reservation:
+    """Cancel before it starts; cut it short while it runs. The owner or an admin."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
+        require_owner_or_admin(by, reservation.owner_id, RESERVATION_OWNER_ACTION)
+        if reservation.status not in HOLDING_STATUSES or reservation.ends_at <= now:
+            raise Conflict(f"This reservation is already {reservation.get_status_display().lower()}.")
+        if reservation.starts_at > now:
+            reservation.status = ReservationStatus.CANCELLED
+            release_rows(reservation, end_at=None)
+        else:
+            reservation.status = ReservationStatus.ENDED
+            release_rows(reservation, end_at=now)
+        reservation.status_reason = f"Cancelled by {by.username} at {when(now)}."
+        reservation.save(update_fields=["status", "status_reason", "ends_at"])
+        if by.pk != reservation.owner_id:
+            notice_send(
+                user=reservation.owner,
+                text=f"Your reservation “{reservation.title}” ({when(reservation.starts_at)}) was cancelled by"
+                f" {by.username}.",
+                ref=f"reservation:{reservation.pk}:cancelled",
+                level="warning",
+            )
+    return reservation
+
+
+def reservation_decide(*, by: User, reservation: Reservation, approve: bool, reason: str = "") -> Reservation:
+    """An admin approves or rejects a pending reservation; the owner is told either way."""
+    require_admin(by, "approve reservations")
+    with transaction.atomic():
+        reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
+        if reservation.status != ReservationStatus.PENDING:
+            raise Conflict(f"This reservation is {reservation.get_status_display().lower()}, not waiting for you.")
+        reservation.decided_by = by
+        reservation.decided_at = timezone.now()
+        if approve:
+            reservation.status = ReservationStatus.APPROVED
+            reservation.status_reason = f"Approved by {by.username}."
+            text = f"Your reservation “{reservation.title}” ({when(reservation.starts_at)}) was approved."
+        else:
+            reservation.status = ReservationStatus.CANCELLED
+            reservation.status_reason = f"Rejected by {by.username}" + (f": {reason}" if reason else ".")
+            release_rows(reservation, end_at=None)
+            text = f"Your reservation “{reservation.title}” was rejected: {reason or 'ask an admin why'}."
+        reservation.save(update_fields=["status", "status_reason", "decided_by", "decided_at"])
+        notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")
+    return reservation

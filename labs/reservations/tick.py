@@ -1,0 +1,181 @@
+"""The periodic tick: lapse unapproved bookings, warn people on soon-reserved nodes, start reservations (ending
+others' work there), end them, and release the ones nobody used. Safe to run twice, and to run late.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
+from labs.models import Allocation, AllocationKind, Gpu, Reservation, ReservationStatus
+from labs.placement import may_use
+from labs.reservations.services import close_allocations, release_rows
+from labs.reservations.wording import when
+from labs.signals import allocations_ended
+from portal.accounts.selectors import course_ids_active_for
+from portal.accounts.services import notice_send
+
+
+def _foreign_allocations(reservation: Reservation):
+    """Open notebook and job allocations on the reserved nodes held by people the reservation is not for."""
+    node_ids = reservation.node_rows.filter(holds=True).values("node_id")
+    allocations = Allocation.objects.filter(
+        ends_at__isnull=True, gpu__node__in=node_ids, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB]
+    ).select_related("user", "gpu__node")
+    # Whose courses are in term when the window begins: that is when others' work is ended.
+    today = timezone.localdate(reservation.starts_at)
+    cache: dict[int, frozenset[int]] = {}
+    for allocation in allocations:
+        course_ids = cache.setdefault(allocation.user_id, course_ids_active_for(allocation.user, today=today))
+        if not may_use(reservation, allocation.user, course_ids):
+            yield allocation
+
+
+def _warn(reservation: Reservation, now: dt.datetime) -> int:
+    told = 0
+    for allocation in _foreign_allocations(reservation):
+        what = "notebook" if allocation.kind == AllocationKind.NOTEBOOK else "job"
+        told += notice_send(
+            user=allocation.user,
+            level="warning",
+            text=f"Your {what} on {allocation.gpu.node.name} will be stopped at {when(reservation.starts_at)}:"
+            " the node is reserved for a class then. Save your work, and start again after that time on a free node.",
+            ref=f"{allocation.ref}:evict:{reservation.pk}:warned",
+        )
+    Reservation.objects.filter(pk=reservation.pk).update(warned_at=now)
+    return told
+
+
+def _activate(reservation: Reservation, now: dt.datetime) -> int:
+    """The window begins: end others' work on the nodes, and enter the reservation in the ledger."""
+    evicted = []
+    for allocation in _foreign_allocations(reservation):
+        evicted.append(allocation.pk)
+        what = "notebook" if allocation.kind == AllocationKind.NOTEBOOK else "job"
+        notice_send(
+            user=allocation.user,
+            level="warning",
+            text=f"Your {what} on {allocation.gpu.node.name} was stopped: the node is reserved for"
+            f" “{reservation.title}” until {when(reservation.ends_at)}.",
+            ref=f"{allocation.ref}:evict:{reservation.pk}:ended",
+        )
+    if evicted:
+        allocations_close(ids=evicted, at=now, reason=f"Ended for {reservation.ref}")
+        ids, reason = list(evicted), f"The node is reserved for “{reservation.title}”."
+        transaction.on_commit(lambda: allocations_ended.send(sender=Reservation, allocation_ids=ids, reason=reason))
+    ref = Ref.reservation(reservation.pk)
+    if not is_entered(ref):
+        gpus = Gpu.objects.filter(node__reservation_rows__reservation=reservation, node__reservation_rows__holds=True)
+        allocation_open(
+            ref=ref,
+            user_id=reservation.owner_id,
+            course_id=reservation.course_id,
+            shares=[GpuShare(gpu_id) for gpu_id in gpus.values_list("id", flat=True)],
+            at=reservation.starts_at,
+            reason=reservation.title,
+        )
+    Reservation.objects.filter(pk=reservation.pk).update(status=ReservationStatus.ACTIVE)
+    return len(evicted)
+
+
+def _was_used(reservation: Reservation, now: dt.datetime) -> bool:
+    node_ids = reservation.node_rows.values("node_id")
+    used = Allocation.objects.filter(
+        gpu__node__in=node_ids, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB], starts_at__lt=now
+    ).filter(Q(ends_at__isnull=True) | Q(ends_at__gt=reservation.starts_at))
+    course_ids: dict[int, frozenset[int]] = {}
+    for allocation in used.select_related("user"):
+        ids = course_ids.setdefault(
+            allocation.user_id, course_ids_active_for(allocation.user, today=timezone.localdate(now))
+        )
+        if may_use(reservation, allocation.user, ids):
+            return True
+    return False
+
+
+@dataclasses.dataclass
+class TickReport:
+    expired: int = 0
+    warned: int = 0
+    started: int = 0
+    evicted: int = 0
+    ended: int = 0
+    released: int = 0
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {value}" for name, value in dataclasses.asdict(self).items())
+
+
+def reservations_tick(*, now: dt.datetime | None = None) -> TickReport:
+    """Move reservations along their life; safe to run twice, and to run late."""
+    now = now or timezone.now()
+    report = TickReport()
+    lead = dt.timedelta(minutes=settings.RESERVATION_WARN_LEAD_MIN)
+    no_show = dt.timedelta(minutes=settings.RESERVATION_NO_SHOW_MIN)
+
+    for reservation in Reservation.objects.filter(status=ReservationStatus.PENDING, starts_at__lte=now):
+        with transaction.atomic():
+            release_rows(reservation, end_at=None)
+            reservation.status = ReservationStatus.CANCELLED
+            reservation.status_reason = "No admin approved it before it began."
+            reservation.save(update_fields=["status", "status_reason"])
+            notice_send(
+                user=reservation.owner,
+                level="warning",
+                text=f"Your reservation “{reservation.title}” was not approved in time and has lapsed.",
+                ref=f"reservation:{reservation.pk}:lapsed",
+            )
+        report.expired += 1
+
+    upcoming = Reservation.objects.filter(
+        status=ReservationStatus.APPROVED, warned_at__isnull=True, starts_at__gt=now, starts_at__lte=now + lead
+    )
+    for reservation in upcoming:
+        with transaction.atomic():
+            report.warned += _warn(reservation, now)
+
+    for reservation in Reservation.objects.filter(
+        status=ReservationStatus.APPROVED, starts_at__lte=now, ends_at__gt=now
+    ):
+        with transaction.atomic():
+            report.evicted += _activate(reservation, now)
+        report.started += 1
+
+    for reservation in Reservation.objects.filter(
+        status__in=[ReservationStatus.APPROVED, ReservationStatus.ACTIVE], ends_at__lte=now
+    ):
+        with transaction.atomic():
+            close_allocations(reservation, at=reservation.ends_at)
+            Reservation.objects.filter(pk=reservation.pk).update(status=ReservationStatus.ENDED)
+        report.ended += 1
+
+    if settings.RESERVATION_NO_SHOW_MIN > 0:
+        idle = Reservation.objects.filter(
+            status=ReservationStatus.ACTIVE, starts_at__lte=now - no_show, ends_at__gt=now
+        ).select_related("owner")
+        for reservation in idle:
+            if _was_used(reservation, now):
+                continue
+            with transaction.atomic():
+                release_rows(reservation, end_at=now)
+                reservation.status = ReservationStatus.ENDED
+                reservation.status_reason = (
+                    f"Released at {when(now)}: nobody used the nodes in the first"
+                    f" {settings.RESERVATION_NO_SHOW_MIN} minutes."
+                )
+                reservation.save(update_fields=["status", "status_reason", "ends_at"])
+                notice_send(
+                    user=reservation.owner,
+                    level="warning",
+                    text=f"Your reservation “{reservation.title}” was released: nobody used its nodes in the first"
+                    f" {settings.RESERVATION_NO_SHOW_MIN} minutes, so they went back to the shared pool.",
+                    ref=f"reservation:{reservation.pk}:released",
+                )
+            report.released += 1
+    return report
