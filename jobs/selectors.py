@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+import datetime as dt
+
+from django.db.models import Count, Min, Q, QuerySet
+from django.utils import timezone
 
 from jobs.models import Dataset, Job, JobState
 from labs.models import WORKING_STATUSES, Reservation
@@ -35,8 +38,6 @@ def jobs_queued_count(user: User) -> int:
 
 def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
     """Approved or running reservations this person may run jobs in, not yet over."""
-    from django.utils import timezone
-
     course_ids = course_ids_active_for(user)
     return (
         Reservation.objects.filter(status__in=WORKING_STATUSES, ends_at__gt=timezone.now())
@@ -48,3 +49,21 @@ def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
 
 def datasets_available() -> QuerySet[Dataset]:
     return Dataset.objects.filter(enabled=True).order_by("name")
+
+
+def job_counts_by_state() -> dict[str, int]:
+    """How many jobs are in each state (states nobody is in are left out)."""
+    return dict(Job.objects.values_list("state").annotate(n=Count("id")).order_by())
+
+
+def queue_waits(*, now: dt.datetime | None = None) -> dict[str, float]:
+    """Seconds: how long the oldest job still queued has waited, and the mean wait of attempts started in the last
+    hour (0 when there are none)."""
+    now = now or timezone.now()
+    oldest = Job.objects.filter(state=JobState.QUEUED).aggregate(at=Min("queued_since"))["at"]
+    started = Job.objects.filter(started_at__gte=now - dt.timedelta(hours=1)).values_list("queued_since", "started_at")
+    seconds = [(started_at - queued).total_seconds() for queued, started_at in started]
+    return {
+        "oldest_queued": (now - oldest).total_seconds() if oldest else 0,
+        "mean_last_hour": sum(seconds) / len(seconds) if seconds else 0,
+    }

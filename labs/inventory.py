@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from django.core.exceptions import ValidationError
 
-from labs.models import node_name_validator
+from labs.models.nodes import node_name_validator
 
 RTX_4090 = "NVIDIA GeForce RTX 4090"
 RTX_4090_MEMORY_MB = 24564

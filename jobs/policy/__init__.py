@@ -6,9 +6,9 @@ traces through the very same functions.
 """
 
 from jobs.policy.fifo import schedule_fifo
+from jobs.policy.ids import JobId
 from jobs.policy.model import (
     ClusterState,
-    JobId,
     Node,
     PassResult,
     Placement,
@@ -18,11 +18,10 @@ from jobs.policy.model import (
     Quota,
     RunningJob,
     Start,
-    Waiting,
     Window,
 )
 from jobs.policy.priority import PriorityModel, UsageMeter, decayed_usage, fair_share_factors
-from jobs.policy.reasons import clock_formatter
+from jobs.policy.reasons import Waiting, clock_formatter
 from jobs.policy.scheduler import schedule
 
 __all__ = [

@@ -6,8 +6,9 @@ windows are respected as in the portal policy; there are no priorities, quotas o
 
 from __future__ import annotations
 
-from jobs.policy.model import ClusterState, PassResult, Start, Waiting
+from jobs.policy.model import ClusterState, PassResult, Start
 from jobs.policy.placement import Lab
+from jobs.policy.reasons import Waiting
 
 
 def schedule_fifo(state: ClusterState) -> PassResult:

@@ -7,14 +7,11 @@ share one clock model; durations are seconds. The caller turns rows into these a
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
-JobId = int | str
-ReservationId = int | str
-
-TimeFormatter = Callable[[float], str]
+from jobs.policy.ids import JobId, ReservationId
+from jobs.policy.reasons import Waiting
 
 DAY_S = 24 * 3600.0
 WEEK_S = 7 * DAY_S
@@ -167,18 +164,6 @@ class ClusterState:
 
 # --- Output ---------------------------------------------------------------------------
 
-WaitCode = Literal[
-    "waiting",
-    "starting",
-    "quota_jobs",
-    "quota_gpus_per_job",
-    "quota_gpu_hours",
-    "too_large",
-    "reservation_pending",
-    "reservation_over",
-    "reservation_too_short",
-    "reservation_not_allowed",
-]
 PreemptRule = Literal["priority", "fair_share", "backfill", "reservation"]
 
 
@@ -204,34 +189,6 @@ class Preemption:
 
 
 @dataclasses.dataclass(slots=True)
-class Waiting:
-    """Why a queued job did not start in this pass, as data; `sentence()` says it in words."""
-
-    job_id: JobId
-    position: int
-    code: WaitCode
-    gpus: int
-    priority: float
-    nodes: int = 1
-    estimated_start: float | None = None
-    # The numbers the sentence quotes: limits, counts, times, the reservation.
-    limit: float | None = None
-    used: float | None = None
-    at: float | None = None
-    reservation_id: ReservationId | None = None
-    preempting: int = 0
-
-    @property
-    def jobs_ahead(self) -> int:
-        return self.position - 1
-
-    def sentence(self, format_time: TimeFormatter | None = None) -> str:
-        from jobs.policy.reasons import waiting_sentence
-
-        return waiting_sentence(self, format_time or utc_clock)
-
-
-@dataclasses.dataclass(slots=True)
 class PassResult:
     starts: list[Start]
     preemptions: list[Preemption]
@@ -240,11 +197,3 @@ class PassResult:
 
     def waiting_by_id(self) -> dict[JobId, Waiting]:
         return {w.job_id: w for w in self.waiting}
-
-
-def utc_clock(when: float) -> str:
-    """HH:MM in UTC; callers pass reasons.clock_formatter for the lab's time zone."""
-    if not math.isfinite(when):
-        return "unknown"
-    seconds = int(when) % 86400
-    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"

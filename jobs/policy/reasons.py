@@ -1,10 +1,58 @@
-"""Why a job waits, in a sentence its owner understands."""
+"""Why a job waits: as data (Waiting, one per job still queued after a pass) and in a sentence its owner understands.
+
+The policy's model imports this module, never the other way round: the words need only the facts they quote.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Literal
 
-from jobs.policy.model import TimeFormatter, Waiting
+from jobs.policy.ids import JobId, ReservationId
+
+TimeFormatter = Callable[[float], str]
+
+WaitCode = Literal[
+    "waiting",
+    "starting",
+    "quota_jobs",
+    "quota_gpus_per_job",
+    "quota_gpu_hours",
+    "too_large",
+    "reservation_pending",
+    "reservation_over",
+    "reservation_too_short",
+    "reservation_not_allowed",
+]
+
+
+@dataclasses.dataclass(slots=True)
+class Waiting:
+    """Why a queued job did not start in this pass, as data; `sentence()` says it in words."""
+
+    job_id: JobId
+    position: int
+    code: WaitCode
+    gpus: int
+    priority: float
+    nodes: int = 1
+    estimated_start: float | None = None
+    # The numbers the sentence quotes: limits, counts, times, the reservation.
+    limit: float | None = None
+    used: float | None = None
+    at: float | None = None
+    reservation_id: ReservationId | None = None
+    preempting: int = 0
+
+    @property
+    def jobs_ahead(self) -> int:
+        return self.position - 1
+
+    def sentence(self, format_time: TimeFormatter | None = None) -> str:
+        return waiting_sentence(self, format_time or utc_clock)
 
 
 def _plural(count: int | float, word: str) -> str:
@@ -82,3 +130,11 @@ def clock_formatter(tz: dt.tzinfo, now: float) -> TimeFormatter:
         return moment.strftime("%Y-%m-%d %H:%M")
 
     return format_time
+
+
+def utc_clock(when: float) -> str:
+    """HH:MM in UTC; callers pass clock_formatter for the lab's time zone."""
+    if not math.isfinite(when):
+        return "unknown"
+    seconds = int(when) % 86400
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"

@@ -44,11 +44,10 @@ from jobs.policy.model import (
     Quota,
     RunningJob,
     Start,
-    WaitCode,
-    Waiting,
 )
 from jobs.policy.placement import INF, Lab, NodeSlots, Planner, _Claim
 from jobs.policy.priority import PriorityModel
+from jobs.policy.reasons import WaitCode, Waiting
 
 _RULE_ORDER: dict[PreemptRule, int] = {"reservation": 0, "priority": 1, "backfill": 2, "fair_share": 3}
 REASON_RESERVATION = "its node is reserved for another job's reservation now"

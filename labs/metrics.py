@@ -1,0 +1,49 @@
+"""The lab's figures for /metrics: nodes, open ledger entries, live GPUs, alerts, running work, the collector's pulse.
+
+portal/ops.py composes every app's into one scrape; each call reads the database (and the telemetry store) now,
+so every web process answers the same.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from labs.models import AllocationKind, NodeStatus
+from labs.selectors import lab_summary, open_allocations_by_kind
+from labs.telemetry.selectors import telemetry_summary
+
+
+def register_metrics(registry: CollectorRegistry) -> None:
+    """Add the lab's gauges to `registry`: the inventory and the ledger, then telemetry."""
+    nodes = Gauge("portal_nodes", "Nodes of the lab, by status.", ["status"], registry=registry)
+    summary = lab_summary()
+    for status in NodeStatus.values:
+        nodes.labels(status=status).set(summary[status])
+    held = Gauge("portal_allocations_open", "Ledger entries still holding a GPU, by kind.", ["kind"], registry=registry)
+    by_kind = open_allocations_by_kind()
+    for kind in AllocationKind.values:
+        held.labels(kind=kind).set(by_kind.get(kind, 0))
+    _telemetry(registry)
+
+
+def _telemetry(registry: CollectorRegistry) -> None:
+    summary = telemetry_summary()
+    gpus = Gauge("portal_gpus", "GPUs by live state (stale: no sample lately).", ["state"], registry=registry)
+    for state, count in summary["gpus"].items():
+        gpus.labels(state=state).set(count)
+    alerts = Gauge("portal_gpu_alerts_open", "Open GPU health alerts, by kind.", ["kind"], registry=registry)
+    for kind, count in summary["alerts"].items():
+        alerts.labels(kind=kind).set(count)
+    running = Gauge("portal_running", "Notebooks and jobs holding GPUs now.", ["kind"], registry=registry)
+    for kind, count in summary["running"].items():
+        running.labels(kind=kind).set(count)
+    age = Gauge(
+        "portal_telemetry_tick_age_seconds",
+        "Seconds since the telemetry collector last stored a tick.",
+        registry=registry,
+    )
+    age.set(summary["tick_age_s"] if summary["tick_age_s"] is not None else float("nan"))
+    dropped = Counter(
+        "portal_telemetry_samples_dropped", "GPU samples dropped as impossible or unknown.", registry=registry
+    )
+    dropped.inc(summary["dropped_total"])
