@@ -40,6 +40,35 @@ def reconcile() -> str:
 PASS_LOCK = "notebooks:pass-lock"
 PASS_AGAIN = "notebooks:pass-again"
 FOLLOW_UP = "notebooks:follow-up"
+# On PostgreSQL the pass lock is a session advisory lock (any constant no other part of the portal uses): it goes
+# with the connection, so a worker killed inside a pass frees it at once. The cache lock it replaced outlived a killed
+# worker by its 150 s time-out, and the redelivered pass gave up on seeing it.
+NOTEBOOKS_PASS_LOCK_KEY = 0x6E627073  # "nbps"
+
+
+def _take_pass_lock() -> bool:
+    from django.core.cache import cache
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [NOTEBOOKS_PASS_LOCK_KEY])
+            return bool(cursor.fetchone()[0])
+    return cache.add(PASS_LOCK, 1, timeout=150)
+
+
+def _release_pass_lock() -> None:
+    from django.core.cache import cache
+    from django.db import DatabaseError, connection
+
+    if connection.vendor != "postgresql":
+        cache.delete(PASS_LOCK)
+        return
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [NOTEBOOKS_PASS_LOCK_KEY])
+    except DatabaseError:
+        log.warning("notebooks pass: could not release its lock; it goes with the connection", exc_info=True)
 
 
 @shared_task(soft_time_limit=120, time_limit=150)
@@ -50,7 +79,7 @@ def notebooks_pass(upkeep: bool = False) -> str:
 
     from labs.notebooks.services import notebooks_pass as run_pass
 
-    if not cache.add(PASS_LOCK, 1, timeout=150):
+    if not _take_pass_lock():
         cache.set(PASS_AGAIN, 1, timeout=150)
         return "another pass is running; it goes round again"
     try:
@@ -63,7 +92,7 @@ def notebooks_pass(upkeep: bool = False) -> str:
             if not cache.get(PASS_AGAIN):
                 break
     finally:
-        cache.delete(PASS_LOCK)
+        _release_pass_lock()
     # Spawns under way: look again in a second rather than at the next tick (a worker only; in-process runs tick).
     if report.starting and not settings.CELERY_TASK_ALWAYS_EAGER and cache.add(FOLLOW_UP, 1, timeout=1):
         notebooks_pass.apply_async((False,), countdown=1)

@@ -137,7 +137,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = envint("CELERY_TASK_TIME_LIMIT", 300, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = envint("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimum=5)
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# A worker killed outright (the OOM killer, a node crash) leaves its task unacknowledged in Redis; the next worker to
+# start (or a running one's sweep) gives it back after this many seconds. It must exceed the longest task with its
+# countdown (the task limits are 300 s), or a slow task would run twice.
+BROKER_VISIBILITY_TIMEOUT_S = envint("CELERY_VISIBILITY_TIMEOUT_S", 3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": BROKER_VISIBILITY_TIMEOUT_S}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
 
