@@ -18,22 +18,29 @@ from collections import defaultdict
 from decimal import Decimal
 from labs.models import Allocation
 
-points = defaultdict(list)
-rows = 0
-for gpu, share, starts_at, ends_at in Allocation.objects.values_list("gpu_id", "share", "starts_at", "ends_at"):
-    rows += 1
-    points[gpu].append((starts_at, 1, share))
-    if ends_at is not None:
-        points[gpu].append((ends_at, 0, -share))
-over, worst = 0, Decimal(0)
-for changes in points.values():
+rows = defaultdict(list)
+for gpu, share, starts_at, ends_at, ref in Allocation.objects.values_list(
+    "gpu__node__name", "share", "starts_at", "ends_at", "ref"
+):
+    rows[gpu].append((starts_at, ends_at, share, ref))
+over, worst, examples = 0, Decimal(0), []
+for gpu, held_by in sorted(rows.items()):
+    changes = [(start, 1, share) for start, _end, share, _ref in held_by]
+    changes += [(end, 0, -share) for _start, end, share, _ref in held_by if end is not None]
     held, above = Decimal(0), False
-    for _at, _order, delta in sorted(changes, key=lambda p: (p[0], p[1])):
+    for at, _order, delta in sorted(changes):  # at one instant, ends before starts
         held += delta
         if held > 1:
-            above, worst = True, max(worst, held)
+            worst = max(worst, held)
+            if not above and len(examples) < 5:
+                holders = [{"ref": ref, "share": str(share), "from": start.isoformat(),
+                            "until": end.isoformat() if end else None}
+                           for start, end, share, ref in held_by if start <= at and (end is None or end > at)]
+                examples.append({"gpu": gpu, "at": at.isoformat(), "held": str(held), "holders": holders})
+            above = True
     over += above
-print(json.dumps({"ledger_over_100pct": over, "worst_share": float(worst), "allocation_rows": rows}))
+print(json.dumps({"ledger_over_100pct": over, "worst_share": float(worst),
+                  "allocation_rows": sum(len(r) for r in rows.values()), "examples": examples}))
 """
 
 
