@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,8 @@ class Command(BaseCommand):
         if not options["database_url"].startswith(("postgres://", "postgresql://")):
             raise CommandError("--database-url must be a PostgreSQL URL: the portal runs here as in production.")
         self.quiet = options["json"]
+        # A `kill` stops it as Ctrl-C does: through the finally blocks that stop everything it started.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         with (
             tempfile.TemporaryDirectory(prefix="bench-portal-") as workdir,
             throwaway_postgres(options["database_url"], "bench_portal") as url,
