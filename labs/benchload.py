@@ -4,10 +4,10 @@ No Django here: asyncio and aiohttp (installed with the kubernetes client), so t
 the machine as it can. The configuration comes as one JSON line on stdin; one JSON result line goes to stdout
 when the run is over (after `duration_s`, and at most `REQUEST_TIMEOUT_S` more for answers still on their way).
 
-- students: each presses Start once at a random moment of the ramp (POST /api/v1/notebooks/), then reads its
-  notebook every NOTEBOOK_POLL_S until it is ready or failed (the Notebooks page does the same);
-- submitters: submit a tiny job (POST /api/v1/jobs/), read it every JOB_POLL_S until it is finished, read its
-  log, wait a moment, and again;
+- students: each presses Start once at a random moment of the ramp (POST /api/v1/notebooks/), then reads their
+  notebooks every NOTEBOOK_POLL_S until it is ready or failed, with the call the Notebooks page makes;
+- submitters: submit a tiny job (POST /api/v1/jobs/), read it and its log as the job's page does (after 1 s,
+  then every JOB_POLL_S) until it is finished, wait a moment, and again;
 - teachers: the reservations week page (a session cookie, as a browser), a reservation's page, the reservations
   API and the availability API, with a pause between them.
 
@@ -28,7 +28,7 @@ import aiohttp
 
 REQUEST_TIMEOUT_S = 30
 NOTEBOOK_POLL_S = 2.0
-JOB_POLL_S = 1.0
+JOB_POLL_S = 3.0
 MAX_LOOPS = 10_000  # per person, whatever the duration: no loop runs away
 FINISHED_JOB = {"succeeded", "failed", "cancelled"}
 SETTLED_NOTEBOOK = {"ready", "failed", "stopped"}
@@ -127,16 +127,15 @@ class People:
             return
         self.tally.notebooks["accepted"] += 1
         pressed = time.monotonic()
-        state = body.get("status")
+        mine, state = body["id"], body.get("status")
         for _ in range(MAX_LOOPS):
             if state in SETTLED_NOTEBOOK or not await self.pause(NOTEBOOK_POLL_S):
                 break
-            status, body = await self.call(
-                "GET /api/v1/notebooks/{id}/", "GET", f"/api/v1/notebooks/{body['id']}/", token=token
-            )
+            path = "/api/v1/notebooks/?mine=true&limit=50"
+            status, rows = await self.call("GET /api/v1/notebooks/?mine", "GET", path, token=token)
             if status != 200:
                 break
-            state = body.get("status")
+            state = next((row.get("status") for row in rows if row.get("id") == mine), None)
         self.tally.notebooks[state or "unknown"] += 1
         if state == "ready":
             self.tally.to_ready_s.append(time.monotonic() - pressed)
@@ -159,23 +158,24 @@ class People:
                     return
                 continue
             self.tally.jobs["submitted"] += 1
-            state = body.get("status")
+            job_path, state, log = f"/api/v1/jobs/{body['id']}/", body.get("status"), ""
+            wait = 1.0
             for _ in range(MAX_LOOPS):
-                if state in FINISHED_JOB or not await self.pause(JOB_POLL_S):
+                if state in FINISHED_JOB or not await self.pause(wait):
                     break
-                path = f"/api/v1/jobs/{body['id']}/"
-                status, body = await self.call("GET /api/v1/jobs/{id}/", "GET", path, token=token)
+                wait = JOB_POLL_S
+                status, body = await self.call("GET /api/v1/jobs/{id}/", "GET", job_path, token=token)
                 if status != 200:
                     break
                 state = body.get("status")
+                status, log = await self.call(
+                    "GET /api/v1/jobs/{id}/logs/", "GET", f"{job_path}logs/?tail=200", token=token, text=True
+                )
             if state not in FINISHED_JOB:
                 self.tally.jobs[f"unfinished_{state}"] += 1
                 return
             self.tally.jobs[state] += 1
-            status, log = await self.call(
-                "GET /api/v1/jobs/{id}/logs/", "GET", f"/api/v1/jobs/{body['id']}/logs/", token=token, text=True
-            )
-            self.tally.jobs["log_complete" if status == 200 and "bench job done" in (log or "") else "log_missing"] += 1
+            self.tally.jobs["log_complete" if "bench job done" in (log or "") else "log_missing"] += 1
             if not await self.pause(self.rng.uniform(1.0, 3.0)):
                 return
 

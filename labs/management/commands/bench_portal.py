@@ -36,6 +36,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from labs.benchkit import (
     ROOT,
+    cpu_s,
     free_port,
     rss_mb,
     setup_database,
@@ -243,6 +244,7 @@ class Command(BaseCommand):
         _event(watchers, "measuring")
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed")
         load_start, rss_start, started = os.getloadavg()[0], rss_mb(web.pid), time.monotonic()
+        cpu_start = {name: cpu_s(processes[name].pid) for name in ("web", "worker")}
         rss_series = [rss_start]
         load = processes["load"] = self._client("labs.benchload")
         self._send(load, {
@@ -260,7 +262,8 @@ class Command(BaseCommand):
                 raise CommandError("A server or the watchers stopped during the run; see the logs above.")
             rss_series.append(rss_mb(web.pid))
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
-        rss_end, load_end = rss_mb(web.pid), os.getloadavg()[0]
+        rss_end, load_end, measured_s = rss_mb(web.pid), os.getloadavg()[0], time.monotonic() - started
+        cpu = {name: cpu_s(processes[name].pid) - cpu_start[name] for name in cpu_start}
         http = _event(load, "result", timeout_s=120)
         # The collector stops first, so every watcher can take the last update before counting what it lost.
         processes["collector"].terminate()
@@ -291,6 +294,9 @@ class Command(BaseCommand):
             "rss_mb_start": rss_start,
             "rss_mb_end": rss_end,
             "rss_mb_max": max(rss_series + [rss_end]),
+            "web_cpu_pct": round(100.0 * cpu["web"] / measured_s, 1),
+            "worker_cpu_pct": round(100.0 * cpu["worker"] / measured_s, 1),
+            "web_cpu_ms_per_answer": round(1000.0 * cpu["web"] / max(1, http["page_answers"] + http["api_answers"]), 1),
             "load_avg_start": round(load_start, 2),
             "load_avg_end": round(load_end, 2),
             "cpus": os.cpu_count(),
@@ -331,6 +337,8 @@ class Command(BaseCommand):
             f"  ledger ({ledger['by']}): GPU shares above 1 at any instant: {ledger['ledger_over_100pct']}",
             f"  server RSS: {r['rss_mb_start']} MB at the start, {r['rss_mb_end']} MB at the end"
             f" (max {r['rss_mb_max']});  load average {r['load_avg_start']} -> {r['load_avg_end']} on {r['cpus']} CPUs",
+            f"  CPU (of one core): web {r['web_cpu_pct']} % ({r['web_cpu_ms_per_answer']} ms per answer, WebSocket"
+            f" included), Celery worker {r['worker_cpu_pct']} %",
             "  slowest endpoints (p95): "
             + ", ".join(
                 f"{name} {v['p95_ms']} ms"
