@@ -254,6 +254,7 @@ class Command(BaseCommand):
             "weeks": people["weeks"], "seed": options["seed"],
         })  # fmt: skip
         _event(load, "started")
+        cpu_start["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid)
         self._say(f"==> {options['students']} students, {options['submitters']} submitters, {options['teachers']}"
                   f" teachers for {options['duration_s']} s (server RSS {rss_start} MB)")  # fmt: skip
         while (elapsed := time.monotonic() - started) < options["duration_s"]:
@@ -263,7 +264,8 @@ class Command(BaseCommand):
             rss_series.append(rss_mb(web.pid))
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
         rss_end, load_end, measured_s = rss_mb(web.pid), os.getloadavg()[0], time.monotonic() - started
-        cpu = {name: cpu_s(processes[name].pid) - cpu_start[name] for name in cpu_start}
+        cpu = {name: cpu_s(processes[name].pid) - cpu_start[name] for name in ("web", "worker")}
+        cpu["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid) - cpu_start["clients"]
         http = _event(load, "result", timeout_s=120)
         # The collector stops first, so every watcher can take the last update before counting what it lost.
         processes["collector"].terminate()
@@ -296,6 +298,7 @@ class Command(BaseCommand):
             "rss_mb_max": max(rss_series + [rss_end]),
             "web_cpu_pct": round(100.0 * cpu["web"] / measured_s, 1),
             "worker_cpu_pct": round(100.0 * cpu["worker"] / measured_s, 1),
+            "clients_cpu_pct": round(100.0 * cpu["clients"] / measured_s, 1),
             "web_cpu_ms_per_answer": round(1000.0 * cpu["web"] / max(1, http["page_answers"] + http["api_answers"]), 1),
             "load_avg_start": round(load_start, 2),
             "load_avg_end": round(load_end, 2),
@@ -334,11 +337,12 @@ class Command(BaseCommand):
             f" lost {r['ws_lost_updates']}"
             f" ({r['ws_connected']} connected, {r['ws_failed']} failed, {r['ws_closed_early']} closed early)",
             f"  notebooks: {h['notebooks']} (p50 press to ready {h['p50_notebook_ready_s']} s);  jobs: {h['jobs']}",
-            f"  ledger ({ledger['by']}): GPU shares above 1 at any instant: {ledger['ledger_over_100pct']}",
+            f"  ledger ({ledger['by']}): GPUs above a whole GPU at some instant: {ledger['ledger_over_100pct']}"
+            + "".join(f"\n    {_overlap(example)}" for example in ledger["examples"][:3]),
             f"  server RSS: {r['rss_mb_start']} MB at the start, {r['rss_mb_end']} MB at the end"
             f" (max {r['rss_mb_max']});  load average {r['load_avg_start']} -> {r['load_avg_end']} on {r['cpus']} CPUs",
             f"  CPU (of one core): web {r['web_cpu_pct']} % ({r['web_cpu_ms_per_answer']} ms per answer, WebSocket"
-            f" included), Celery worker {r['worker_cpu_pct']} %",
+            f" included), Celery worker {r['worker_cpu_pct']} %, the two client processes {r['clients_cpu_pct']} %",
             "  slowest endpoints (p95): "
             + ", ".join(
                 f"{name} {v['p95_ms']} ms"
@@ -347,6 +351,14 @@ class Command(BaseCommand):
             "  targets: " + ", ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in met.items()),
         ]
         self.stdout.write("\n".join(lines))
+
+
+def _overlap(example: dict) -> str:
+    holders = ", ".join(
+        f"{h['ref']} {h['share']} from {h['from'][11:23]} until {h['until'][11:23] if h['until'] else 'now'}"
+        for h in example["holders"]
+    )
+    return f"{example['gpu']} at {example['at'][11:23]} held {example['held']}: {holders}"
 
 
 def _merge(*counts: dict[str, int]) -> dict[str, int]:
