@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -49,8 +52,13 @@ def setup_database(env: dict[str, str], script: str, *, extra_env: dict[str, str
     subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
         [python, "manage.py", "migrate", "--no-input", "-v0"], cwd=ROOT, env=env, check=True, timeout=timeout
     )
-    setup = subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
-        [python, "manage.py", "shell", "-c", script],
+    return shell_json(env, script, extra_env=extra_env, timeout=timeout, what="Setting up the benchmark database")
+
+
+def shell_json(env: dict[str, str], script: str, *, extra_env: dict[str, str], timeout: int, what: str) -> object:
+    """Run `script` in `manage.py shell` on the database `env` names; its last line of output is JSON."""
+    done = subprocess.run(  # noqa: S603 - this interpreter, our own manage.py, fixed argv
+        [sys.executable, "manage.py", "shell", "-c", script],
         cwd=ROOT,
         env={**env, **extra_env},
         check=False,
@@ -58,9 +66,9 @@ def setup_database(env: dict[str, str], script: str, *, extra_env: dict[str, str
         text=True,
         timeout=timeout,
     )
-    if setup.returncode != 0:
-        raise CommandError(f"Setting up the benchmark database failed:\n{setup.stderr[-2000:]}")
-    return json.loads(setup.stdout.strip().splitlines()[-1])
+    if done.returncode != 0:
+        raise CommandError(f"{what} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def wait_up(url: str, server: subprocess.Popen, *, timeout_s: float = 300) -> None:
@@ -94,3 +102,58 @@ def stop_all(processes: dict[str, subprocess.Popen], logs: dict[str, IO], workdi
         text = (workdir / f"{name}.log").read_text(errors="replace")
         if "Traceback" in text or " ERROR " in text:
             say(f"--- {name} log (tail) ---\n{text[-3000:]}")
+
+
+@contextlib.contextmanager
+def throwaway_postgres(url: str, prefix: str) -> Iterator[str]:
+    """A PostgreSQL database of its own on the server `url` names, made for one run and dropped at the end."""
+    import psycopg
+
+    parts = urllib.parse.urlsplit(url)
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    admin_url = urllib.parse.urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def process_tree(pid: int) -> list[int]:
+    """The process and its descendants (uvicorn --workers runs a supervisor and its workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of the process tree, in MB."""
+    total_kb = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{member}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+    return round(total_kb / 1024, 1)
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds used so far by the process tree."""
+    total = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError), open(f"/proc/{member}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")

@@ -85,13 +85,37 @@ TEMPLATES = [
 
 # --- Data stores -----------------------------------------------------------------------
 
+# Under ASGI every request runs its sync code in a thread of its own, so a persistent connection (CONN_MAX_AGE)
+# is one connection per request thread that nobody reuses: under load PostgreSQL runs out of connections.
+# DATABASE_POOL=true (PostgreSQL only) shares a psycopg pool per process instead: each request borrows one of at
+# most DATABASE_POOL_MAX_SIZE connections, waiting up to DATABASE_POOL_TIMEOUT_S for one; size it so that
+# processes x max size stays below PostgreSQL's max_connections (100 by default) with room for the rest.
+DATABASE_POOL = envbool("DATABASE_POOL", default=False)
 DATABASES = {
     "default": dj_database_url.parse(
         envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
-        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 0 if DATABASE_POOL else 60, minimum=0),
         conn_health_checks=True,
     )
 }
+if DATABASE_POOL:
+    if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        raise ImproperlyConfigured("DATABASE_POOL=true needs PostgreSQL (a postgres:// DATABASE_URL).")
+    if DATABASES["default"]["CONN_MAX_AGE"] != 0:
+        raise ImproperlyConfigured(
+            "DATABASE_POOL=true keeps connections in the pool: leave DATABASE_CONN_MAX_AGE unset or 0."
+        )
+    _pool_min = envint("DATABASE_POOL_MIN_SIZE", 2, minimum=0, maximum=500)
+    _pool_max = envint("DATABASE_POOL_MAX_SIZE", 10, minimum=1, maximum=500)
+    if _pool_max < _pool_min:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOL_MAX_SIZE ({_pool_max}) must be at least DATABASE_POOL_MIN_SIZE ({_pool_min})."
+        )
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": _pool_min,
+        "max_size": _pool_max,
+        "timeout": envint("DATABASE_POOL_TIMEOUT_S", 10, minimum=1, maximum=300),
+    }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded setup has two writers (the web server and the periodic tasks): wait for the
     # write lock instead of failing, and take it at BEGIN so a transaction never has to upgrade.

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management import get_commands
 
 ROOT = Path(__file__).resolve().parent.parent
-SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout"}
+SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout", "bench_portal"}
 
 
 def manage(*args: str, var_dir: Path, timeout: int = 300) -> dict:
@@ -92,4 +92,30 @@ def test_bench_fanout(tmp_path):
     assert 0 < figures["p50_latency_ms"] <= figures["p90_latency_ms"] <= figures["p99_latency_ms"]
     assert figures["p99_latency_ms"] <= figures["max_latency_ms"]
     assert figures["lost"] == 0 and figures["latencies_measured"] > 0
+    assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
+
+
+PORTAL_FIGURES = {
+    "p50_page_ms", "p95_page_ms", "p99_page_ms", "p50_api_ms", "p95_api_ms", "p99_api_ms", "errors_5xx", "non_2xx",
+    "transport_errors", "ws_p99_latency_ms", "ws_lost_updates", "ws_connected", "rss_mb_start", "rss_mb_end",
+    "load_avg_start", "load_avg_end", "ledger",
+}  # fmt: skip
+
+
+@pytest.mark.postgresql_only
+def test_bench_portal(tmp_path):
+    # As the README runs it, at a size of a few seconds, on the test PostgreSQL server and Redis.
+    server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal").rsplit("/", 1)[0]
+    figures = manage(
+        "bench_portal", "--students", "5", "--watchers", "10", "--submitters", "2", "--teachers", "1",
+        "--duration-s", "10", "--database-url", f"{server}/postgres", "--redis-url", settings.REDIS_URL, "--json",
+        var_dir=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert set(figures) >= PORTAL_FIGURES, f"missing figures: {sorted(PORTAL_FIGURES - set(figures))}"
+    for kind in ("page", "api"):
+        assert 0 < figures[f"p50_{kind}_ms"] <= figures[f"p95_{kind}_ms"] <= figures[f"p99_{kind}_ms"]
+    assert figures["errors_5xx"] == 0 and figures["transport_errors"] == 0
+    assert figures["ws_connected"] == 10 and figures["ws_lost_updates"] == 0 and figures["ws_p99_latency_ms"] > 0
+    assert figures["http"]["notebooks"]["accepted"] == 5 and figures["http"]["jobs"]["submitted"] >= 1
+    assert figures["ledger"]["ledger_over_100pct"] == 0 and figures["ledger"]["allocation_rows"] >= 1
     assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0

@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,97 @@ def test_outside_debug_local_execution_needs_a_declared_single_machine_lab(name)
     result = _settings_in_subprocess({**env, "SINGLE_MACHINE_LAB": "true"})
     assert result.returncode == 0, result.stderr
     assert "local" in result.stdout.split()
+
+
+# --- DATABASE_POOL: one psycopg pool per process instead of a connection per request thread (ASGI)
+
+POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def _database_settings(env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_") and k != "DJANGO_SETTINGS_MODULE"}
+    code = (
+        "import json, portal.settings as s; d = s.DATABASES['default'];"
+        " print(json.dumps({'max_age': d['CONN_MAX_AGE'], 'pool': d.get('OPTIONS', {}).get('pool')}))"
+    )
+    return subprocess.run(  # noqa: S603
+        [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_without_the_pool_connections_persist_as_before():
+    result = _database_settings({"DATABASE_URL": POSTGRES})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"max_age": 60, "pool": None}
+
+
+def test_the_pool_takes_its_sizes_and_no_persistent_connections():
+    result = _database_settings(
+        {
+            "DATABASE_URL": POSTGRES,
+            "DATABASE_POOL": "true",
+            "DATABASE_POOL_MIN_SIZE": "1",
+            "DATABASE_POOL_MAX_SIZE": "16",
+            "DATABASE_POOL_TIMEOUT_S": "5",
+        }
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"max_age": 0, "pool": {"min_size": 1, "max_size": 16, "timeout": 5}}
+    result = _database_settings({"DATABASE_URL": POSTGRES, "DATABASE_POOL": "on"})
+    assert json.loads(result.stdout)["pool"] == {"min_size": 2, "max_size": 10, "timeout": 10}
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"DATABASE_URL": "sqlite:///x.sqlite3"}, "DATABASE_POOL=true needs PostgreSQL"),
+        ({"DATABASE_CONN_MAX_AGE": "60"}, "leave DATABASE_CONN_MAX_AGE unset or 0"),
+        ({"DATABASE_POOL_MIN_SIZE": "8", "DATABASE_POOL_MAX_SIZE": "4"}, "DATABASE_POOL_MAX_SIZE (4) must be at least"),
+        ({"DATABASE_POOL_MAX_SIZE": "0"}, "DATABASE_POOL_MAX_SIZE must be at least 1"),
+        ({"DATABASE_POOL_TIMEOUT_S": "soon"}, "DATABASE_POOL_TIMEOUT_S must be an integer"),
+    ],
+)
+def test_a_pool_that_cannot_work_stops_the_start(env, message):
+    result = _database_settings({"DATABASE_URL": POSTGRES, "DATABASE_POOL": "true", **env})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and message in result.stderr
+
+
+# 24 threads, each a request as Django runs it under ASGI: its own thread, one query, then the end-of-request close.
+THREADS_LIKE_ASGI = """
+import os, threading, django, psycopg
+django.setup()
+from django.db import connection, close_old_connections
+barrier = threading.Barrier(24)
+def request():
+    barrier.wait()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_sleep(0.2)")
+    close_old_connections()
+threads = [threading.Thread(target=request) for _ in range(24)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres") as watcher:
+    print(watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                          [os.environ["APP"]]).fetchone()[0])
+"""
+
+
+@pytest.mark.postgresql_only
+@pytest.mark.parametrize("pool", [False, True])
+def test_the_pool_bounds_the_connections_of_request_threads(pool):
+    # Without the pool request threads leave connections open (what ran PostgreSQL out under load); with it the
+    # process never holds more than DATABASE_POOL_MAX_SIZE (4), and the 24 requests still all run.
+    app = f"pool-check-{os.getpid()}-{pool}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
+    env.update(DJANGO_SETTINGS_MODULE="portal.settings", DATABASE_URL=f"{POSTGRES}?application_name={app}", APP=app)
+    if pool:
+        env.update(DATABASE_POOL="true", DATABASE_POOL_MIN_SIZE="0", DATABASE_POOL_MAX_SIZE="4")
+    result = subprocess.run(  # noqa: S603
+        [sys.executable, "-c", THREADS_LIKE_ASGI], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    held = int(result.stdout.split()[-1])
+    assert 1 <= held <= 4 if pool else held > 4

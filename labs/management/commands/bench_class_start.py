@@ -20,20 +20,17 @@ import contextlib
 import json
 import os
 import random
-import secrets
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import requests
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_secrets, wait_up
+from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_postgres, throwaway_secrets, wait_up
 
 SETUP = """
 import datetime as dt, json, os
@@ -110,22 +107,11 @@ class Command(BaseCommand):
     @contextlib.contextmanager
     def _database(self, options):
         """A throwaway PostgreSQL database when one is asked for, dropped at the end; else None (SQLite)."""
-        url = options["database_url"]
-        if not url:
+        if not options["database_url"]:
             yield None
             return
-        import psycopg
-
-        parts = urllib.parse.urlsplit(url)
-        name = f"bench_class_start_{secrets.token_hex(4)}"
-        admin_url = urllib.parse.urlunsplit(parts._replace(path="/postgres"))
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
-        finally:
-            with psycopg.connect(admin_url, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with throwaway_postgres(options["database_url"], "bench_class_start") as url:
+            yield url
 
     def _env(self, options, workdir: Path, database_url: str | None, port: int) -> dict[str, str]:
         env = {

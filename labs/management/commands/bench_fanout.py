@@ -28,7 +28,16 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_secrets, wait_up
+from labs.benchkit import (
+    ROOT,
+    cpu_s,
+    free_port,
+    rss_mb,
+    setup_database,
+    stop_all,
+    throwaway_secrets,
+    wait_up,
+)
 
 SETUP = """
 import datetime as dt, json, os
@@ -59,44 +68,6 @@ for n in range(100):
     mix.append(tokens[role][n % len(tokens[role])])
 print(json.dumps(mix))
 """
-
-
-def _tree(pid: int) -> list[int]:
-    """The process and its descendants (uvicorn --workers runs a supervisor and its workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{entry}/stat", encoding="ascii") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(children.get(current, []))
-    return found
-
-
-def _rss_mb(pid: int) -> float:
-    """Resident memory of the process tree, in MB."""
-    total_kb = 0
-    for member in _tree(pid):
-        with contextlib.suppress(OSError), open(f"/proc/{member}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    total_kb += int(line.split()[1])
-    return round(total_kb / 1024, 1)
-
-
-def _cpu_s(pid: int) -> float:
-    """CPU seconds used so far by the process tree."""
-    total = 0
-    for member in _tree(pid):
-        with contextlib.suppress(OSError), open(f"/proc/{member}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 class Command(BaseCommand):
@@ -191,7 +162,7 @@ class Command(BaseCommand):
                 stderr=subprocess.STDOUT,
             )
             wait_up(f"http://127.0.0.1:{port}/healthz", processes["server"])
-            rss_idle = _rss_mb(processes["server"].pid)
+            rss_idle = rss_mb(processes["server"].pid)
             processes["collector"] = subprocess.Popen(  # noqa: S603 - this interpreter, our own manage.py
                 [python, "manage.py", "telemetry_collect"],
                 cwd=ROOT,
@@ -230,18 +201,18 @@ class Command(BaseCommand):
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed; warming up")
         self._event(client, "measuring")
         load_start = os.getloadavg()[0]  # the figures mean little on a machine busy with other work: say how busy
-        rss_start, cpu_start, started = _rss_mb(server.pid), _cpu_s(server.pid), time.monotonic()
-        client_cpu_start = _cpu_s(client.pid)
+        rss_start, cpu_start, started = rss_mb(server.pid), cpu_s(server.pid), time.monotonic()
+        client_cpu_start = cpu_s(client.pid)
         rss_series = [rss_start]
         self._say(f"==> measuring for {options['duration_s']} s (server RSS {rss_start} MB)")
         while (elapsed := time.monotonic() - started) < options["duration_s"]:
             time.sleep(min(10.0, options["duration_s"] - elapsed))
             if server.poll() is not None or client.poll() is not None:
                 raise CommandError("The server or the clients stopped during the run.")
-            rss_series.append(_rss_mb(server.pid))
+            rss_series.append(rss_mb(server.pid))
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
-        rss_end, cpu, load_end = _rss_mb(server.pid), _cpu_s(server.pid) - cpu_start, os.getloadavg()[0]
-        client_cpu = _cpu_s(client.pid) - client_cpu_start
+        rss_end, cpu, load_end = rss_mb(server.pid), cpu_s(server.pid) - cpu_start, os.getloadavg()[0]
+        client_cpu = cpu_s(client.pid) - client_cpu_start
         measured_s = time.monotonic() - started
         # Stop the collector first, so every client can receive the last update before counting.
         processes["collector"].terminate()
