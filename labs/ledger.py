@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 
-from django.db.models import DurationField, ExpressionWrapper, F, QuerySet, Sum, Value
+from django.db.models import DurationField, ExpressionWrapper, F, Max, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
@@ -90,7 +90,23 @@ def allocation_open(
     course_id: int | None = None,
     reason: str = "",
 ) -> list[Allocation]:
-    """Enter the holder in the ledger: one open row per GPU it takes, from `at`."""
+    """Enter the holder in the ledger: one open row per GPU it takes, from `at`, or from when the GPU was freed.
+
+    A pass decides with the `now` it started with, but a job or notebook on the same GPU may be closed after that
+    moment and before this placement (that is how the GPU became free): the new row starts at that close, so the
+    ledger never shows the GPU held twice over."""
+    shares = list(shares)
+    freed_at = dict(
+        Allocation.objects.filter(
+            gpu_id__in=[slot.gpu_id for slot in shares],
+            kind__in=(AllocationKind.JOB, AllocationKind.NOTEBOOK),
+            starts_at__lte=at,
+            ends_at__gt=at,
+        )
+        .values("gpu_id")
+        .annotate(last=Max("ends_at"))
+        .values_list("gpu_id", "last")
+    )
     return Allocation.objects.bulk_create(
         Allocation(
             user_id=user_id,
@@ -99,7 +115,7 @@ def allocation_open(
             ref=ref.key,
             gpu_id=slot.gpu_id,
             share=slot.share,
-            starts_at=at,
+            starts_at=max(at, freed_at.get(slot.gpu_id, at)),
             reason=reason[:200],
         )
         for slot in shares

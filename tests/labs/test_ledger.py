@@ -61,3 +61,34 @@ def test_ledger_rejects_impossible_entries():
         Allocation.objects.filter(pk=entry.pk).update(ends_at=entry.starts_at - dt.timedelta(seconds=1))
     with pytest.raises(IntegrityError), transaction.atomic():
         Allocation.objects.filter(pk=entry.pk).update(share=Decimal("1.5"))
+
+
+def test_a_gpu_taken_by_a_pass_that_began_before_it_was_freed_starts_at_the_freeing(db):
+    """A pass decides at its own `now`; the job that held the GPU was closed a few seconds later, mid-pass. The new
+    holder's row starts when the GPU was freed, so no instant shows the GPU held twice (check_ledger stays clean)."""
+    from labs.ledger import GpuShare, Ref, allocation_open, allocations_close
+    from labs.ledger_check import share_violations
+
+    gpu = NodeFactory(name="gpu01").gpus.get()
+    owner = UserFactory(username="bo")
+    pass_began = dt.datetime(2026, 3, 2, 10, 0, tzinfo=dt.UTC)
+    allocation_open(
+        ref=Ref.job(1, 1), user_id=owner.pk, shares=[GpuShare(gpu.pk)], at=pass_began - dt.timedelta(hours=1)
+    )
+    freed = pass_began + dt.timedelta(seconds=4)
+    assert allocations_close(ref=Ref.job(1, 1), at=freed) == 1
+
+    [row] = allocation_open(ref=Ref.notebook(7), user_id=owner.pk, shares=[GpuShare(gpu.pk)], at=pass_began)
+    assert row.starts_at == freed
+    assert share_violations() == []
+
+    # A GPU that was free all along is taken from the pass's `now`; so is a share beside a holder still running.
+    other = NodeFactory(name="gpu02").gpus.get()
+    [row] = allocation_open(
+        ref=Ref.notebook(8), user_id=owner.pk, shares=[GpuShare(other.pk, Decimal("0.5"))], at=pass_began
+    )
+    assert row.starts_at == pass_began
+    [row] = allocation_open(
+        ref=Ref.notebook(9), user_id=owner.pk, shares=[GpuShare(other.pk, Decimal("0.5"))], at=pass_began
+    )
+    assert row.starts_at == pass_began

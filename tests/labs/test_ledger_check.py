@@ -102,7 +102,9 @@ def test_a_gpu_held_one_and_a_half_times_fails_with_a_sentence(gpu, ada, now):
     allocation_open(
         ref=Ref.notebook(second.pk), user_id=ada.pk, shares=[GpuShare(gpu.pk, Decimal("0.5"))], at=now - 2 * HOUR
     )
-    Allocation.objects.filter(ref=second.ref).update(ends_at=now)
+    Allocation.objects.filter(ref=second.ref).update(
+        starts_at=now - 2 * HOUR, ends_at=now
+    )  # an overlap only history can hold now
 
     (violation,) = ledger_violations()
     assert violation.code == OVER_SHARE and violation.gpu == "gpu01/0" and violation.share == Decimal("1.5")
