@@ -56,6 +56,16 @@ def _fresh_telemetry_state():
         redis.delete(*keys)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """Each test gets its own channel layer: the Redis layer keeps locks bound to the event loop that used them, so a
+    test that failed mid-receive would otherwise fail every later test that uses the layer from another loop."""
+    from channels.layers import channel_layers
+
+    yield
+    channel_layers.backends.clear()
+
+
 @pytest.fixture
 def user_of_role(db):
     def make(role: str):

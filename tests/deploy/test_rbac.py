@@ -85,7 +85,8 @@ def recorded():
             kube.add_pod("job-7-a1-0", labels={"portal.gpulab.io/job-id": "7", "portal.gpulab.io/attempt": "1"},
                          log="epoch 1\n", index=0, job_name="job-7-a1")  # fmt: skip
             jobs.status(ref)
-            assert jobs.logs(ref, tail_lines=10) == "epoch 1\n"
+            assert jobs.logs(ref, tail_lines=10).text == "epoch 1\n"
+            assert [r.job_id for r in jobs.list_running()] == [7]
             jobs.delete(ref, grace_s=30)
             jobs.purge(7)
             inventory = KubernetesInventory()
@@ -143,6 +144,7 @@ def test_the_calls_are_the_ones_expected(recorded):
     assert recorded == {
         ("gpu-lab-jobs", "batch", "jobs", "create"),
         ("gpu-lab-jobs", "batch", "jobs", "get"),
+        ("gpu-lab-jobs", "batch", "jobs", "list"),
         ("gpu-lab-jobs", "batch", "jobs", "delete"),
         ("gpu-lab-jobs", "", "pods", "list"),
         ("gpu-lab-jobs", "", "pods/log", "get"),
