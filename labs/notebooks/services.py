@@ -28,7 +28,7 @@ from labs.models import (
     NotebookStatus,
 )
 from labs.notebooks.ceilings import profile_problems
-from labs.notebooks.hub import HubClient, HubError, ServerState, hub, sign
+from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.selectors import profiles_offered, require_may_stop
 from labs.placement import Claim, NoCapacity, allocate
 from labs.telemetry import store

@@ -20,7 +20,7 @@ from django.db import connection
 from labs import tasks
 from labs.ledger_check import ledger_violations
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
-from labs.notebooks.hub import HubClient
+from labs.notebooks.hub_client import HubClient
 from labs.notebooks.services import notebook_request, notebooks_pass
 from labs.telemetry import store
 from labs.telemetry.collector import Collector

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from labs.ledger import week_gpu_hours
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
-from labs.notebooks.hub import hub
+from labs.notebooks.hub_client import hub
 from labs.notebooks.selectors import queue_positions
 from labs.notebooks.services import (
     HUB_DOWN,
@@ -51,7 +51,7 @@ def _clean_hub(hub):
 def hub_client(hub_process):
     from django.conf import settings
 
-    from labs.notebooks.hub import HubClient
+    from labs.notebooks.hub_client import HubClient
 
     return HubClient(hub_process.api_url, settings.NOTEBOOKS_HUB_TOKEN, timeout_s=10)
 
