@@ -9,3 +9,4 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Capabilities inside an app keep their tasks in their own folder.
 app.autodiscover_tasks(["labs.reservations"])
+app.autodiscover_tasks(["labs.notebooks"])

@@ -7,10 +7,9 @@ from jobs import api as jobs_api
 from jobs import views as jobs_views
 from labs import api as labs_api
 from labs import api_gpus as labs_api_gpus
-from labs import api_notebooks as labs_api_notebooks
 from labs import views as labs_views
 from labs import views_gpus as labs_views_gpus
-from labs import views_notebooks as labs_views_notebooks
+from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
 from portal import ops
 from portal.api import views as portal_api
@@ -28,10 +27,7 @@ api_v1 = [
     path("", include(reservations_urls.api_urlpatterns)),
     path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
     path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
-    path("profiles/", labs_api_notebooks.ProfileListApi.as_view(), name="profiles"),
-    path("notebooks/", labs_api_notebooks.NotebookListApi.as_view(), name="notebooks"),
-    path("notebooks/<int:notebook_id>/", labs_api_notebooks.NotebookDetailApi.as_view(), name="notebook"),
-    path("notebooks/<int:notebook_id>/extend/", labs_api_notebooks.NotebookExtendApi.as_view(), name="notebook-extend"),
+    path("", include(notebooks_urls.api_urlpatterns)),
     path("jobs/", jobs_api.JobListApi.as_view(), name="jobs"),
     path("jobs/preview/", jobs_api.JobPreviewApi.as_view(), name="job-preview"),
     path("jobs/<int:job_id>/", jobs_api.JobDetailApi.as_view(), name="job"),
@@ -60,26 +56,7 @@ urlpatterns = [
     path("jobs/new/", jobs_views.job_new, name="job-new"),
     path("jobs/<int:job_id>/", jobs_views.job_detail, name="job"),
     path("jobs/<int:job_id>/cancel/", jobs_views.job_cancel_view, name="job-cancel"),
-    path("notebooks/", labs_views_notebooks.notebook_list, name="notebooks"),
-    path("notebooks/<int:notebook_id>/stop/", labs_views_notebooks.notebook_stop_view, name="notebook-stop"),
-    path("notebooks/<int:notebook_id>/extend/", labs_views_notebooks.notebook_extend_view, name="notebook-extend"),
-    path("notebooks/course/", labs_views_notebooks.notebooks_course, name="notebooks-course"),
-    path("notebooks/course/<str:code>/stop/", labs_views_notebooks.notebooks_course_stop, name="notebooks-course-stop"),
-    path("notebooks/profiles/", labs_views_notebooks.notebook_profiles, name="notebook-profiles"),
-    path("notebooks/profiles/new/", labs_views_notebooks.notebook_profile_new, name="notebook-profile-new"),
-    path(
-        "notebooks/profiles/<slug:slug>/edit/", labs_views_notebooks.notebook_profile_edit, name="notebook-profile-edit"
-    ),
-    path(
-        "notebooks/profiles/<slug:slug>/deactivate/",
-        labs_views_notebooks.notebook_profile_deactivate,
-        name="notebook-profile-deactivate",
-    ),
-    path(
-        "notebooks/profiles/<slug:slug>/activate/",
-        labs_views_notebooks.notebook_profile_activate,
-        name="notebook-profile-activate",
-    ),
+    path("", include(notebooks_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),

@@ -1,4 +1,9 @@
-"""A real JupyterHub on loopback, for the run command and the tests.
+"""A real JupyterHub on loopback, for the run command and the tests: harness, not product.
+
+Its users are `manage.py run_hub` (the run command's hub), the class-start benchmark and the tests; no page, API,
+task or service of the portal imports it. It imports no module of portal/, labs/ or jobs/ (only Django's settings, for
+defaults), so it can move beside labs/benchkit.py (the benchmarks' kit, which also finds free ports and runs servers)
+without taking anything along.
 
 `LocalHub` runs ``jupyterhub -f deploy/jupyterhub/jupyterhub_config.py`` as a child process in its own process
 group, with the portal's token and OAuth client, a private data directory and free ports (or given ones), and the
@@ -17,6 +22,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,8 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import requests
-
-from labs.benchkit import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CONFIG = ROOT / "deploy" / "jupyterhub" / "jupyterhub_config.py"
@@ -44,6 +48,13 @@ class HubNotInstalled(RuntimeError):
 
 class HubFailed(RuntimeError):
     """The hub did not come up (the message ends with the tail of its log)."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on `host` now (the hub binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
 
 
 def jupyterhub_command() -> str:

@@ -14,7 +14,7 @@ import re
 from django.conf import settings
 
 from labs.models import NotebookSession, NotebookStatus
-from labs.notebooks.hub import hub
+from labs.notebooks.hub_client import hub
 from labs.notebooks.services import notebook_server_gone
 from labs.reconcile import Action, register_step
 

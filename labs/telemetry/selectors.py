@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from labs.models import Allocation, AllocationKind, GpuAlert, GpuAlertKind, GpuMinute, Node
 from labs.telemetry import store
 from labs.telemetry.ledger import lab_targets
+from labs.telemetry.samples import gpu_key
 from labs.telemetry.state import stored_state
 from labs.telemetry.visibility import Viewer, public_gpus, viewer_for
 from portal.accounts.models import User
@@ -94,3 +98,26 @@ def telemetry_summary() -> dict[str, Any]:
         "tick_age_s": None if latest_at is None else max(0.0, time.time() - latest_at),
         "dropped_total": store.dropped_total(),
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuUtil:
+    """A GPU's utilisation in the latest sample, and whether that sample is fresh."""
+
+    util_pct: float | None  # None: the sample had no figure
+    fresh: bool  # sampled no more than TELEMETRY_STALE_AFTER_S before `now`
+
+
+def gpu_util_of(pairs: Iterable[tuple[str, int]], *, now: dt.datetime) -> dict[tuple[str, int], GpuUtil]:
+    """The latest utilisation of each (node name, GPU index) asked for, read from the store; a GPU with no stored
+    sample is left out. For the notebooks' idle culling, which counts unknown or stale as busy."""
+    latest = store.read_latest()["gpus"]
+    found = {}
+    for node, index in pairs:
+        state = latest.get(gpu_key(node, index))
+        if not state:
+            continue
+        sampled = parse_datetime(state.get("sampled_at") or "")
+        fresh = sampled is not None and (now - sampled).total_seconds() <= settings.TELEMETRY_STALE_AFTER_S
+        found[(node, index)] = GpuUtil(util_pct=state.get("util_pct"), fresh=fresh)
+    return found

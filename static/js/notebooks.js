@@ -27,7 +27,7 @@
     zone = undefined;
   }
 
-  // --- Formatting, as the server does it (labs/forms_notebooks.py, labs/views_notebooks.py) ------------------
+  // --- Formatting, as the server does it (labs/notebooks/forms.py, labs/notebooks/views.py) ------------------
   function shareLabel(share) {
     if (share >= 1) return "a whole RTX 4090";
     for (const [value, glyph] of FRACTIONS) {

@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.localhub import LocalHub
-from labs.notebooks.services import notebooks_pass
+from labs.notebooks.passes import notebooks_pass
 from portal.oauth.services import hub_client_sync
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 

@@ -200,7 +200,7 @@ def test_list_filters_and_their_bad_values(course, profiles):
 
 @pytest.mark.usefixtures("hub_settings")
 def test_a_started_notebook_has_its_url_and_extend_adds_time(course, profiles):
-    from labs.notebooks.services import notebooks_pass
+    from labs.notebooks.passes import notebooks_pass
     from tests.jobs.factories import wait_until
 
     NodeFactory(name="gpu01")

@@ -140,7 +140,7 @@ def test_a_signed_start_becomes_ready_answers_through_the_proxy_and_stops(hub, p
 
 
 def test_the_portals_own_signer_speaks_the_contract(hub):
-    from labs.notebooks.hub import sign as portal_sign
+    from labs.notebooks.hub_client import sign as portal_sign
 
     opts = options(5, None)
     assert portal_sign(opts, hub.token) == sign(opts, hub.token)

@@ -17,16 +17,10 @@ from django.utils import timezone
 
 from labs.ledger import week_gpu_hours
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
-from labs.notebooks.hub import hub
+from labs.notebooks.hub_client import hub
+from labs.notebooks.passes import HUB_DOWN, notebooks_pass
 from labs.notebooks.selectors import queue_positions
-from labs.notebooks.services import (
-    HUB_DOWN,
-    notebook_extend,
-    notebook_request,
-    notebook_stop,
-    notebooks_pass,
-    notebooks_stop_course,
-)
+from labs.notebooks.services import notebook_extend, notebook_request, notebook_stop, notebooks_stop_course
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Notice, Quota
@@ -51,7 +45,7 @@ def _clean_hub(hub):
 def hub_client(hub_process):
     from django.conf import settings
 
-    from labs.notebooks.hub import HubClient
+    from labs.notebooks.hub_client import HubClient
 
     return HubClient(hub_process.api_url, settings.NOTEBOOKS_HUB_TOKEN, timeout_s=10)
 

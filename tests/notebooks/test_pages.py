@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from labs.ledger import week_start
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
+from labs.notebooks.passes import HUB_DOWN, notebooks_pass
 from labs.notebooks.profiles import profile_save
-from labs.notebooks.services import HUB_DOWN, notebooks_pass
 from portal.accounts.models import Notice
 from portal.errors import InvalidInput
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory

@@ -13,7 +13,7 @@ from django.utils import timezone
 from labs.ledger import Ref, allocations_close
 from labs.ledger_check import ledger_violations
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
-from labs.notebooks.hub import hub
+from labs.notebooks.hub_client import hub
 from labs.notebooks.services import SERVER_GONE, notebook_request
 from labs.reconcile import reconcile
 from portal.accounts.models import Notice

@@ -17,9 +17,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from labs.forms_notebooks import NotebookProfileForm, NotebookStartForm, profile_card, share_label
 from labs.ledger import week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus
+from labs.notebooks.forms import NotebookProfileForm, NotebookStartForm, profile_card, share_label
 from labs.notebooks.profiles import profile_save, profile_set_active
 from labs.notebooks.selectors import (
     course_sessions,
