@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from labs.ledger import week_start
 from labs.models import Node, NodeStatus, ReservationNode
+from labs.reservations.node_request import NodeRequest
 from labs.reservations.wording import amount, when
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
 from portal.errors import InvalidInput, QuotaExceeded
-
-if TYPE_CHECKING:
-    from labs.reservations.services import NodeRequest
 
 ONE_HOUR = Decimal(3600)
 

@@ -5,7 +5,6 @@ The rules come from policy, what is free and what would fit from availability; t
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import uuid
 from decimal import Decimal
@@ -17,6 +16,7 @@ from django.utils import timezone
 from labs.ledger import Ref, allocations_close
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import conflict, free_nodes
+from labs.reservations.node_request import NodeRequest
 from labs.reservations.policy import ONE_HOUR, check_people, check_week, check_window, resolve_nodes
 from labs.reservations.wording import when
 from portal.accounts.models import Course, User
@@ -25,27 +25,6 @@ from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput
-
-
-@dataclasses.dataclass(frozen=True)
-class NodeRequest:
-    """Exactly one of: named nodes, a count for the portal to pick, or the whole lab."""
-
-    names: tuple[str, ...] = ()
-    count: int | None = None
-    all_nodes: bool = False
-
-    def __post_init__(self) -> None:
-        # The one check of the rule, for the API, the booking form and every other caller.
-        if sum((bool(self.names), self.count is not None, self.all_nodes)) != 1:
-            raise InvalidInput(
-                "Give exactly one of: nodes (names), node_count, or all_nodes: true.",
-                fields={"nodes": "Give exactly one of: nodes (names), node_count, or all_nodes: true."},
-            )
-
-    @property
-    def kind(self) -> str:
-        return "all" if self.all_nodes else ("count" if self.count is not None else "named")
 
 
 def _insert(reservation: Reservation, nodes: list[Node]) -> None:
