@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "oauth2_provider",
     "labs",
     "jobs",
+    "portal.bench",  # the benchmarks (management commands only), apart from the product
 ]
 
 MIDDLEWARE = [

@@ -353,7 +353,7 @@ def test_layers_import_only_downwards(graph):
     reason="layout moves in progress: labs.api_gpus, labs.views_gpus, labs.consumers (telemetry's, still outside "
     "labs/telemetry/) and labs.views_notebooks, labs.forms_notebooks (notebooks', outside labs/notebooks/) use their "
     "internals; labs.notebooks.services imports labs.tasks, labs.telemetry.store and labs.telemetry.samples; "
-    "labs.notebooks.localhub imports labs.benchkit",
+    "labs.notebooks.localhub imports portal.bench.kit",
 )
 def test_capabilities_use_each_other_only_through_their_entry_points(graph):
     assert capability_violations(graph) == []

@@ -19,5 +19,4 @@
 - hub.py           one subscriber per server process that fans each tick out to its WebSocket consumers
 - selectors.py     reads for the API, the pages and /metrics
 - charts.py        the node page's last-hour charts as SVG
-- bench_client.py  the WebSocket clients of manage.py bench_fanout (no Django)
 """

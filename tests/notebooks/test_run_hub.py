@@ -6,7 +6,11 @@ from django.core.management import CommandError, call_command
 from tests.test_layers import ROOT, build_graph, read_sources
 
 # labs/notebooks/localhub.py is harness: the run command's hub and the class-start benchmark use it, the product not.
-LOCAL_HUB_USERS = {"labs.management.commands.run_hub", "labs.management.commands.bench_class_start"}
+LOCAL_HUB_USERS = {
+    "labs.management.commands.run_hub",
+    "portal.bench.management.commands.bench_class_start",
+    "portal.bench.management.commands.bench_portal",
+}
 
 
 def test_outside_debug_the_local_spawner_needs_a_single_machine_lab(settings):
@@ -16,7 +20,7 @@ def test_outside_debug_the_local_spawner_needs_a_single_machine_lab(settings):
         call_command("run_hub", "--spawner", "local", "--timeout", "0.01")  # no hub would come up in time
 
 
-def test_only_the_run_command_and_the_benchmark_import_the_local_hub():
+def test_only_the_run_command_and_the_benchmarks_import_the_local_hub():
     graph = build_graph(read_sources(ROOT))
     users = {module for module, targets in graph.items() if "labs.notebooks.localhub" in targets}
     assert users == LOCAL_HUB_USERS

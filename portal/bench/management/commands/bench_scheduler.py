@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from jobs.bench import bench_pass
+from portal.bench.scheduler import bench_pass
 
 
 class Command(BaseCommand):

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 from django.core.management import get_commands
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout", "bench_portal"}
 
 
@@ -43,7 +43,7 @@ def manage(*args: str, var_dir: Path, timeout: int = 300) -> dict:
 
 def test_every_benchmark_command_has_a_smoke_run_here():
     benchmarks = {name for name in get_commands() if name.startswith("bench_") or name == "replay_trace"}
-    assert benchmarks <= SMOKED, f"give {sorted(benchmarks - SMOKED)} a smoke run in tests/test_benchmarks.py"
+    assert benchmarks <= SMOKED, f"give {sorted(benchmarks - SMOKED)} a smoke run in tests/bench/test_benchmarks.py"
 
 
 @pytest.mark.parametrize("policy", ["fifo", "portal"])

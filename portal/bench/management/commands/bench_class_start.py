@@ -30,7 +30,7 @@ from pathlib import Path
 import requests
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import ROOT, free_port, setup_database, stop_all, throwaway_postgres, throwaway_secrets, wait_up
+from portal.bench.kit import ROOT, free_port, setup_database, stop_all, throwaway_postgres, throwaway_secrets, wait_up
 
 SETUP = """
 import datetime as dt, json, os

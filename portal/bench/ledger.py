@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from labs.benchkit import ROOT, shell_json
+from portal.bench.kit import ROOT, shell_json
 
 OVER_100PCT = """
 import json

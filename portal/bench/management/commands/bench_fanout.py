@@ -5,7 +5,7 @@
 It makes a throwaway SQLite database (40 RTX 4090 nodes, people of each role with API tokens,
 most GPUs held so that most of them change every tick: the heavy case), then starts on
 127.0.0.1: uvicorn with portal.asgi (the Redis channel layer), `telemetry_collect` with the
-simulator at 1 Hz, and a client process (labs/telemetry/bench_client.py). It measures the p99
+simulator at 1 Hz, and a client process (portal/bench/ws_client.py). It measures the p99
 latency from sample time to client receive, lost updates (sequence numbers), and the server's
 RSS once the clients are connected and at the end. Everything it starts stops by itself.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import (
+from portal.bench.kit import (
     ROOT,
     cpu_s,
     free_port,
@@ -178,7 +178,7 @@ class Command(BaseCommand):
     def _measure(self, options, tokens, port, processes, rss_idle) -> dict:
         server = processes["server"]
         client = subprocess.Popen(  # noqa: S603 - this interpreter, our own client module
-            [sys.executable, "-m", "labs.telemetry.bench_client"],
+            [sys.executable, "-m", "portal.bench.ws_client"],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -9,10 +9,10 @@ each, and an admin. Then it starts on 127.0.0.1, as production runs it (DEBUG of
 pool on): uvicorn with portal.asgi, a Celery worker and beat on --redis-url, the telemetry collector with the
 simulator, and JupyterHub with the echo spawner; jobs run on the local backend (SINGLE_MACHINE_LAB, in the
 bubblewrap sandbox). For --duration-s it drives, from two client processes of their own:
-- students pressing Start within the first minute and following their notebook (labs/benchload.py),
-- people submitting small jobs, following them and reading their logs (labs/benchload.py),
-- teachers browsing the reservation pages and API (labs/benchload.py),
-- watchers of the live GPU WebSocket (labs/telemetry/bench_client.py).
+- students pressing Start within the first minute and following their notebook (portal/bench/load.py),
+- people submitting small jobs, following them and reading their logs (portal/bench/load.py),
+- teachers browsing the reservation pages and API (portal/bench/load.py),
+- watchers of the live GPU WebSocket (portal/bench/ws_client.py).
 It prints p50/p95/p99 of page and of API answers, 5xx and other non-2xx answers by status, the WebSocket p99
 latency (sample to receive) and lost updates, the ledger's invariant, the load average and the server's RSS at the
 start and the end. Everything it starts stops by itself, also on Ctrl-C or an error.
@@ -34,7 +34,7 @@ from pathlib import Path
 from django.core.management import get_commands
 from django.core.management.base import BaseCommand, CommandError
 
-from labs.benchkit import (
+from portal.bench.kit import (
     ROOT,
     cpu_s,
     free_port,
@@ -45,7 +45,7 @@ from labs.benchkit import (
     throwaway_secrets,
     wait_up,
 )
-from labs.benchledger import ledger_check
+from portal.bench.ledger import ledger_check
 
 SETUP = """
 import datetime as dt, json, os
@@ -57,7 +57,7 @@ from django.utils import timezone
 from labs.images import ImageRule
 from labs.inventory import demo_specs
 from labs.models import NotebookProfile
-from labs.reservations import NodeRequest, reservation_create
+from labs.reservations.services import NodeRequest, reservation_create
 from labs.services import inventory_sync
 from portal.accounts.models import Course, Enrollment, Role, User
 from portal.accounts.services import token_issue
@@ -233,7 +233,7 @@ class Command(BaseCommand):
 
     def _measure(self, options, people: dict, port: int, processes: dict[str, subprocess.Popen]) -> dict:
         web = processes["web"]
-        watchers = processes["watchers"] = self._client("labs.telemetry.bench_client")
+        watchers = processes["watchers"] = self._client("portal.bench.ws_client")
         tokens = people["students"][:85] + [t["token"] for t in people["teachers"]] + [people["admin"]]
         self._send(watchers, {
             "url": f"ws://127.0.0.1:{port}/ws/gpus/", "origin": f"http://127.0.0.1:{port}", "tokens": tokens,
@@ -246,7 +246,7 @@ class Command(BaseCommand):
         load_start, rss_start, started = os.getloadavg()[0], rss_mb(web.pid), time.monotonic()
         cpu_start = {name: cpu_s(processes[name].pid) for name in ("web", "worker")}
         rss_series = [rss_start]
-        load = processes["load"] = self._client("labs.benchload")
+        load = processes["load"] = self._client("portal.bench.load")
         self._send(load, {
             "base": f"http://127.0.0.1:{port}", "duration_s": options["duration_s"],
             "ramp_s": min(options["ramp_s"], float(options["duration_s"])), "profile": "bench-tenth",

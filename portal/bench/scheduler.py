@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from jobs.policy import ClusterState, Node, Placement, PolicyConfig, QueuedJob, Quota, RunningJob, Window, schedule
-from jobs.traces import ESTIMATE_STEPS_S
+from portal.bench.traces import ESTIMATE_STEPS_S
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from jobs.policy import (
     schedule,
     schedule_fifo,
 )
-from jobs.traces import ESTIMATE_STEPS_S, TRACE_COLUMNS, TraceError, TraceJob, estimate_max_runtime, load_trace
+from portal.bench.traces import ESTIMATE_STEPS_S, TRACE_COLUMNS, TraceError, TraceJob, estimate_max_runtime, load_trace
 
 PolicyName = Literal["fifo", "portal"]
 

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from jobs.policy import PolicyConfig
-from jobs.simulate import SimConfig, SimResult, TraceError, load_trace, simulate
+from portal.bench.simulate import SimConfig, SimResult, TraceError, load_trace, simulate
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from jobs.simulate import (
+from portal.bench.simulate import (
     SimConfig,
     TraceError,
     TraceJob,
