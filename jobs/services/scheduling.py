@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
 from jobs.policy import (
@@ -266,14 +267,7 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
         at=now,
         reason=job.name,
     )
-    job_id, attempt = job.pk, job.attempt
-
-    def send() -> None:
-        from jobs.tasks import dispatch
-
-        dispatch.delay(job_id, attempt)
-
-    transaction.on_commit(send)
+    enqueue.dispatch_after_commit(job.pk, job.attempt)
     return True
 
 

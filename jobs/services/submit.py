@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from jobs import enqueue
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.models import (
     ACTIVE_STATES,
@@ -330,7 +331,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
         job.position = answer.position if not answer.starts_now else 1
         job.estimated_start = answer.estimated_start.replace(microsecond=0) if answer.estimated_start else None
         job.save(update_fields=["reason", "position", "estimated_start"])
-        _schedule_after_commit()
+        enqueue.schedule_pass_after_commit()
     return job
 
 
@@ -382,7 +383,7 @@ def job_cancel(*, user: User, job: Job, now: dt.datetime | None = None) -> Job:
                     message=f"Cancelled by {who}.",
                     position=None,
                 ):
-                    _schedule_after_commit()
+                    enqueue.schedule_pass_after_commit()
                     return job
             elif job.stop_requested_at is not None:
                 # Already being preempted: it will be cancelled instead of requeued.
@@ -400,15 +401,6 @@ def job_cancel(*, user: User, job: Job, now: dt.datetime | None = None) -> Job:
             ):
                 return job
     raise Conflict("The job changed while we cancelled it; try again.")
-
-
-def _schedule_after_commit() -> None:
-    def send() -> None:
-        from jobs.tasks import schedule_pass
-
-        schedule_pass.delay()
-
-    transaction.on_commit(send)
 
 
 __all__ = [
