@@ -143,6 +143,10 @@ class Job(models.Model):
         return self.gpus_per_node * self.nodes
 
     @property
+    def is_queued(self) -> bool:
+        return self.state == JobState.QUEUED
+
+    @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
 

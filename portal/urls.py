@@ -3,8 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from jobs import api as jobs_api
-from jobs import views as jobs_views
+from jobs import urls as jobs_urls
 from labs import api as labs_api
 from labs import api_gpus as labs_api_gpus
 from labs import api_notebooks as labs_api_notebooks
@@ -32,11 +31,7 @@ api_v1 = [
     path("notebooks/", labs_api_notebooks.NotebookListApi.as_view(), name="notebooks"),
     path("notebooks/<int:notebook_id>/", labs_api_notebooks.NotebookDetailApi.as_view(), name="notebook"),
     path("notebooks/<int:notebook_id>/extend/", labs_api_notebooks.NotebookExtendApi.as_view(), name="notebook-extend"),
-    path("jobs/", jobs_api.JobListApi.as_view(), name="jobs"),
-    path("jobs/preview/", jobs_api.JobPreviewApi.as_view(), name="job-preview"),
-    path("jobs/<int:job_id>/", jobs_api.JobDetailApi.as_view(), name="job"),
-    path("jobs/<int:job_id>/cancel/", jobs_api.JobCancelApi.as_view(), name="job-cancel"),
-    path("jobs/<int:job_id>/logs/", jobs_api.JobLogsApi.as_view(), name="job-logs"),
+    path("", include(jobs_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -56,10 +51,7 @@ urlpatterns = [
     path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
     path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
     path("", include(reservations_urls.urlpatterns)),
-    path("jobs/", jobs_views.job_list, name="jobs"),
-    path("jobs/new/", jobs_views.job_new, name="job-new"),
-    path("jobs/<int:job_id>/", jobs_views.job_detail, name="job"),
-    path("jobs/<int:job_id>/cancel/", jobs_views.job_cancel_view, name="job-cancel"),
+    path("", include(jobs_urls.urlpatterns)),
     path("notebooks/", labs_views_notebooks.notebook_list, name="notebooks"),
     path("notebooks/<int:notebook_id>/stop/", labs_views_notebooks.notebook_stop_view, name="notebook-stop"),
     path("notebooks/<int:notebook_id>/extend/", labs_views_notebooks.notebook_extend_view, name="notebook-extend"),
