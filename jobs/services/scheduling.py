@@ -153,6 +153,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
                 attempt=job.attempt,
                 preemptible=job.preemptible,
                 stopping_until=_ts(job.stopping_until),
+                backfill=job.started_as_backfill,
             )
         )
 
@@ -253,6 +254,7 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
         gpu_indices=[list(p.gpus) for p in start.placements],
         started_at=now,
         running_at=None,
+        started_as_backfill=start.backfill,
         reason="",
         position=None,
         estimated_start=None,

@@ -55,7 +55,13 @@ def close_allocations(job_id: int, attempt: int, *, at: dt.datetime, reason: str
 
 def _after_attempt(job: Job, now: dt.datetime) -> dict[str, Any]:
     """Fields that clear what belonged to the attempt that just ended."""
-    return {"stop_reason": StopReason.NONE, "stop_note": "", "stop_requested_at": None, "stopping_until": None}
+    return {
+        "stop_reason": StopReason.NONE,
+        "stop_note": "",
+        "stop_requested_at": None,
+        "stopping_until": None,
+        "started_as_backfill": False,
+    }
 
 
 def job_mark_running(*, job: Job, reason: str = "", now: dt.datetime | None = None) -> bool:
