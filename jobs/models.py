@@ -89,6 +89,9 @@ class Job(models.Model):
     # The current attempt's placement, one entry per node in rank order.
     node_names = models.JSONField(default=list, blank=True)
     gpu_indices = models.JSONField(default=list, blank=True)
+    # The current attempt started as a backfill, ahead of a higher-priority job that could not start then: only
+    # such an attempt may be preempted for that job (the policy's "backfill" rule, after the exempt time).
+    started_as_backfill = models.BooleanField(default=False)
     # While queued: why it waits and where it stands (from the last scheduling pass).
     reason = models.CharField(max_length=300, blank=True)
     position = models.PositiveIntegerField(null=True, blank=True)
@@ -141,6 +144,10 @@ class Job(models.Model):
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def is_queued(self) -> bool:
+        return self.state == JobState.QUEUED
 
     @property
     def is_active(self) -> bool:

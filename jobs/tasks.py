@@ -1,4 +1,7 @@
-"""Celery tasks of the job queue. Each takes ids, loads the rows and calls a service; each is safe to run twice."""
+"""Celery tasks of the job queue. Each takes ids, loads the rows and calls a service; each is safe to run twice.
+
+Their names are jobs.enqueue's (services send them through it and never import this module).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import logging
 
 from celery import shared_task
 
+from jobs import enqueue
 from jobs.services.dispatch import job_dispatch, job_stop, jobs_follow
 from jobs.services.scheduling import scheduling_pass
 from portal.errors import BackendError
@@ -13,7 +17,7 @@ from portal.errors import BackendError
 log = logging.getLogger(__name__)
 
 
-@shared_task
+@shared_task(name=enqueue.SCHEDULE_PASS)
 def schedule_pass() -> str:
     """One scheduling pass (beat tick, and after every submit, finish and cancel)."""
     report = scheduling_pass()
@@ -21,7 +25,7 @@ def schedule_pass() -> str:
     return str(report)
 
 
-@shared_task(bind=True, max_retries=8, default_retry_delay=10, acks_late=True)
+@shared_task(name=enqueue.DISPATCH, bind=True, max_retries=8, default_retry_delay=10, acks_late=True)
 def dispatch(self, job_id: int, attempt: int) -> str:
     """Start the attempt in the backend. A re-delivery after a crash finds the attempt there and only records it."""
     try:
@@ -31,7 +35,7 @@ def dispatch(self, job_id: int, attempt: int) -> str:
         raise self.retry(exc=exc) from exc
 
 
-@shared_task(bind=True, max_retries=8, default_retry_delay=10, acks_late=True)
+@shared_task(name=enqueue.STOP, bind=True, max_retries=8, default_retry_delay=10, acks_late=True)
 def stop(self, job_id: int, attempt: int, grace_s: int | None = None) -> str:
     """Stop the attempt (cancel or preemption): SIGTERM, the grace period, SIGKILL; the follower sees it go."""
     try:
@@ -43,7 +47,7 @@ def stop(self, job_id: int, attempt: int, grace_s: int | None = None) -> str:
         raise self.retry(exc=exc) from exc
 
 
-@shared_task
+@shared_task(name=enqueue.FOLLOW)
 def follow() -> str:
     """Read the status of every placed attempt and move the rows along (beat, every JOBS_FOLLOW_INTERVAL_S)."""
     report = jobs_follow()

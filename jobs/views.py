@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
+from jobs.models import JobState
 from jobs.selectors import job_for, jobs_visible_to, may_cancel
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
@@ -107,7 +108,7 @@ def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
         except PortalError as exc:
             messages.error(request, exc.message)
             return redirect("job", job_id=job.pk)
-        if job.state == "cancelled":
+        if job.state == JobState.CANCELLED:
             messages.success(request, f"“{job.name}” is cancelled.")
         else:
             messages.success(request, f"“{job.name}” is being stopped; it is cancelled once its processes are gone.")

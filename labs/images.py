@@ -1,6 +1,6 @@
 """The lab's image allow-list: which container images training jobs and notebook profiles may run.
 
-One rule for both (jobs.services.submit and the notebook profiles ask `image_problem`): the references in the
+One rule for both (jobs.services.validation and the notebook profiles ask `image_problem`): the references in the
 JOBS_IMAGE_ALLOW setting, plus the enabled rules admins keep in the console (ImageRule).
 """
 

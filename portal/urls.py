@@ -3,8 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from jobs import api as jobs_api
-from jobs import views as jobs_views
+from jobs import urls as jobs_urls
 from labs import api as labs_api
 from labs import api_gpus as labs_api_gpus
 from labs import views as labs_views
@@ -28,11 +27,7 @@ api_v1 = [
     path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
     path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
     path("", include(notebooks_urls.api_urlpatterns)),
-    path("jobs/", jobs_api.JobListApi.as_view(), name="jobs"),
-    path("jobs/preview/", jobs_api.JobPreviewApi.as_view(), name="job-preview"),
-    path("jobs/<int:job_id>/", jobs_api.JobDetailApi.as_view(), name="job"),
-    path("jobs/<int:job_id>/cancel/", jobs_api.JobCancelApi.as_view(), name="job-cancel"),
-    path("jobs/<int:job_id>/logs/", jobs_api.JobLogsApi.as_view(), name="job-logs"),
+    path("", include(jobs_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -52,10 +47,7 @@ urlpatterns = [
     path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
     path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
     path("", include(reservations_urls.urlpatterns)),
-    path("jobs/", jobs_views.job_list, name="jobs"),
-    path("jobs/new/", jobs_views.job_new, name="job-new"),
-    path("jobs/<int:job_id>/", jobs_views.job_detail, name="job"),
-    path("jobs/<int:job_id>/cancel/", jobs_views.job_cancel_view, name="job-cancel"),
+    path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),

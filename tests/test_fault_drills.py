@@ -104,7 +104,8 @@ def holder():
 
 def queued_jobs(count: int) -> list[Job]:
     """`count` one-GPU jobs of one teacher (a teacher may run 8). One person, so that the fair share does not
-    reorder them between passes (with one person per job the policy preempts a job it has just started; see README)."""
+    reorder them between passes (a job started in its turn is not preempted for that any more: see
+    tests/jobs/test_services.py, two passes in a row over 6 students' jobs)."""
     owner = UserFactory(username="drill-teacher", role="teacher")
     return [JobFactory(owner=owner, name=f"train {n}") for n in range(count)]
 

@@ -95,6 +95,9 @@ class RunningJob:
     preemptible: bool = True
     # Set once the job was told to stop (preempted or cancelled): its GPUs come free by then.
     stopping_until: float | None = None
+    # Started as a backfill (`Start.backfill`: ahead of a higher-priority job that could not start then). Only
+    # such a job may be preempted by the "backfill" rule; a job that started in its turn never is.
+    backfill: bool = False
 
     @property
     def nodes(self) -> int:

@@ -5,8 +5,9 @@ The pass walks the queue in priority order (priority.py) four times:
    job that fits waits (work-conserving). A job never goes onto a node where its max runtime would run into
    a reservation that is not its own; a job that names a reservation goes only onto that reservation's
    nodes, inside its window. A job that starts while a higher-priority job waits is a backfill (`Start.
-   backfill`); if it is still running when the job it jumped could start on its GPUs, it gives way (rule
-   "backfill" below), so filling a hole never holds up the job it jumped for longer than the grace period.
+   backfill`, kept as `RunningJob.backfill`); if it is still running when the job it jumped could start on
+   its GPUs, it gives way once it has run `preempt_exempt_s` (rule "backfill" below). A job that started in
+   its turn is never a backfill, however the priorities move once it runs.
 2. Claim. A waiting job that fits on GPUs that stopping jobs are about to free (plus GPUs nobody could use
    now) claims them and starts when they are free. This comes after every start, so a claim never holds
    back a GPU that a job could use now.
@@ -15,9 +16,8 @@ The pass walks the queue in priority order (priority.py) four times:
    start. A running job is a victim only if, relative to the waiting job:
    - "reservation": it runs on a node of the waiting job's reservation during the window (always);
    - "priority": it is preemptible and of a lower priority class; or
-   - it is preemptible, of the same class and of lower priority, and
-     - "backfill": it started after the waiting job was queued (and before this pass), or, once it has run
-       for `preempt_exempt_s`,
+   - it is preemptible, of the same class and of lower priority, has run for `preempt_exempt_s`, and
+     - "backfill": it started as a backfill (`RunningJob.backfill`) after the waiting job was queued,
      - "priority": the waiting job's priority is higher by at least `preempt_margin` (short work before
        long work, users who used little before users who used much), or
      - "fair_share": its user holds more GPUs than a fair share of the lab and, after the swap, still at
@@ -154,10 +154,10 @@ class _Pass:
         victim_priority = self.running_priority[victim.id]
         if victim_priority >= priority:
             return None
-        if job.in_queue_since < victim.started_at < self.now:
-            return "backfill", REASON_BACKFILL
         if self.now - victim.started_at < self.config.preempt_exempt_s:
             return None
+        if victim.backfill and job.in_queue_since < victim.started_at < self.now:
+            return "backfill", REASON_BACKFILL
         if priority - victim_priority >= self.config.preempt_margin:
             return "priority", REASON_PRIORITY
         if victim.user != job.user and self.held.get(victim.user, 0) > self.fair_gpus(victim.user):

@@ -1,7 +1,7 @@
 """Every write about training jobs: submit, cancel, the scheduling pass, and the state machine's moves."""
 
 from jobs.services.scheduling import PassReport, Preview, preview, scheduling_pass, snapshot
-from jobs.services.submit import JobRequest, job_cancel, job_preview, job_submit, validate_request
+from jobs.services.submit import job_cancel, job_preview, job_submit
 from jobs.services.transitions import (
     close_allocations,
     job_finish,
@@ -10,6 +10,7 @@ from jobs.services.transitions import (
     job_stop_done,
     transition,
 )
+from jobs.services.validation import JobRequest, validate_request
 
 __all__ = [
     "JobRequest",

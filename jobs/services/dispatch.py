@@ -14,6 +14,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from jobs import enqueue
 from jobs.backends import JobBackend, JobStatus, get_job_backend
 from jobs.backends.base import DatasetVolume, JobRef, JobSpec, LogPage
 from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
@@ -130,8 +131,6 @@ class FollowReport:
 
 def jobs_follow(*, backend: JobBackend | None = None, now: dt.datetime | None = None) -> FollowReport:
     """Read every placed attempt's status from the backend and move its row along; resend lost work."""
-    from jobs.tasks import dispatch, stop
-
     now = now or timezone.now()
     backend = backend or get_job_backend()
     report = FollowReport()
@@ -146,14 +145,14 @@ def jobs_follow(*, backend: JobBackend | None = None, now: dt.datetime | None = 
         outcome = job_observe(job=job, status=status, now=now)
         if outcome == "missing" and job.state == JobState.STARTING and not job.stop_requested_at:
             if job.started_at and (now - job.started_at).total_seconds() > REDISPATCH_AFTER_S:
-                dispatch.delay(job.pk, job.attempt)
+                enqueue.dispatch_again(job.pk, job.attempt)
                 outcome = "redispatched"
         elif (
             outcome == "stopping"
             and job.stopping_until is not None
             and (now - job.stopping_until).total_seconds() > RESTOP_AFTER_S
         ):
-            stop.delay(job.pk, job.attempt, 0)
+            enqueue.stop_again(job.pk, job.attempt)
             outcome = "stop resent"
         if outcome not in ("pending", "running", "stopping"):
             report.changed[outcome] = report.changed.get(outcome, 0) + 1

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
 from jobs.policy import (
@@ -152,6 +153,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
                 attempt=job.attempt,
                 preemptible=job.preemptible,
                 stopping_until=_ts(job.stopping_until),
+                backfill=job.started_as_backfill,
             )
         )
 
@@ -252,6 +254,7 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
         gpu_indices=[list(p.gpus) for p in start.placements],
         started_at=now,
         running_at=None,
+        started_as_backfill=start.backfill,
         reason="",
         position=None,
         estimated_start=None,
@@ -266,14 +269,7 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
         at=now,
         reason=job.name,
     )
-    job_id, attempt = job.pk, job.attempt
-
-    def send() -> None:
-        from jobs.tasks import dispatch
-
-        dispatch.delay(job_id, attempt)
-
-    transaction.on_commit(send)
+    enqueue.dispatch_after_commit(job.pk, job.attempt)
     return True
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from jobs import enqueue
 from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason
 from labs.ledger import Ref, allocations_close
 
@@ -54,7 +55,13 @@ def close_allocations(job_id: int, attempt: int, *, at: dt.datetime, reason: str
 
 def _after_attempt(job: Job, now: dt.datetime) -> dict[str, Any]:
     """Fields that clear what belonged to the attempt that just ended."""
-    return {"stop_reason": StopReason.NONE, "stop_note": "", "stop_requested_at": None, "stopping_until": None}
+    return {
+        "stop_reason": StopReason.NONE,
+        "stop_note": "",
+        "stop_requested_at": None,
+        "stopping_until": None,
+        "started_as_backfill": False,
+    }
 
 
 def job_mark_running(*, job: Job, reason: str = "", now: dt.datetime | None = None) -> bool:
@@ -97,7 +104,7 @@ def job_finish(
         ):
             return False
         close_allocations(job.pk, attempt, at=now, reason=f"job {to}")
-        _after_commit_schedule()
+        enqueue.schedule_pass_after_commit()
     return True
 
 
@@ -138,7 +145,7 @@ def job_stop_done(*, job: Job, now: dt.datetime | None = None) -> bool:
         if not moved:
             return False
         close_allocations(job.pk, attempt, at=now, reason="job stopped")
-        _after_commit_schedule()
+        enqueue.schedule_pass_after_commit()
     return True
 
 
@@ -173,7 +180,7 @@ def job_lost(*, job: Job, why: str, now: dt.datetime | None = None) -> str:
         ):
             return "raced"
         close_allocations(job.pk, attempt, at=now, reason="job attempt lost")
-        _after_commit_schedule()
+        enqueue.schedule_pass_after_commit()
     return "requeued"
 
 
@@ -196,23 +203,5 @@ def job_request_stop(*, job: Job, why: str, note: str, grace_s: float, now: dt.d
         return False
     job.stop_reason, job.stop_note, job.stop_requested_at = why, note[:300], now
     job.stopping_until = now + dt.timedelta(seconds=grace_s)
-    job_id, attempt, grace = job.pk, job.attempt, int(grace_s)
-
-    def send() -> None:
-        from jobs.tasks import stop
-
-        stop.delay(job_id, attempt, grace)
-
-    transaction.on_commit(send)
+    enqueue.stop_after_commit(job.pk, job.attempt, int(grace_s))
     return True
-
-
-def _after_commit_schedule() -> None:
-    """GPUs came free or the queue changed: run a scheduling pass once this commits."""
-
-    def send() -> None:
-        from jobs.tasks import schedule_pass
-
-        schedule_pass.delay()
-
-    transaction.on_commit(send)

@@ -226,7 +226,7 @@ class Simulation:
         )
         self.queue[job.trace.job_id] = job
 
-    def _start(self, job: _Job, placements: tuple, now: float) -> None:
+    def _start(self, job: _Job, placements: tuple, now: float, backfill: bool = False) -> None:
         del self.queue[job.trace.job_id]
         job.waited += now - job.queued_since
         if job.first_start is None:
@@ -246,6 +246,7 @@ class Simulation:
             started_at=now,
             placements=placements,
             attempt=job.attempt,
+            backfill=backfill,
         )
         self.running[job.trace.job_id] = job
         job.version += 1
@@ -316,7 +317,7 @@ class Simulation:
         for preemption in result.preemptions:
             self._preempt(self.running[preemption.job_id], now, preemption.grace_s)
         for start in result.starts:
-            self._start(self.queue[start.job_id], start.placements, now)
+            self._start(self.queue[start.job_id], start.placements, now, start.backfill)
         self.fits_waiting = self._fitting_job_waits(result)
 
     def _fitting_job_waits(self, result: PassResult) -> bool:

@@ -60,6 +60,7 @@ def running(
     submitted_before: float = 0.0,
     reservation=None,
     more_nodes: tuple[str, ...] = (),
+    backfill: bool = False,
 ) -> RunningJob:
     started = NOW - ran
     placements = (Placement(node=node, gpus=gpus),) + tuple(Placement(node=n, gpus=gpus) for n in more_nodes)
@@ -75,6 +76,7 @@ def running(
         preemptible=preemptible,
         stopping_until=None if stopping_in is None else NOW + stopping_in,
         reservation_id=reservation,
+        backfill=backfill,
     )
 
 

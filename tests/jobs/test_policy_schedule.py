@@ -4,7 +4,16 @@ import datetime as dt
 
 import pytest
 
-from jobs.policy import ClusterState, Node, PolicyConfig, Quota, clock_formatter, schedule, schedule_fifo
+from jobs.policy import (
+    ClusterState,
+    Node,
+    PolicyConfig,
+    Quota,
+    RunningJob,
+    clock_formatter,
+    schedule,
+    schedule_fifo,
+)
 from tests.jobs.helpers import DAY, HOUR, NOW, lab, queued, running, window
 
 UTC_CLOCK = clock_formatter(dt.UTC, NOW)  # NOW is Sunday 2025-06-15 15:06:40 UTC
@@ -214,19 +223,63 @@ def test_fair_share_preemption_evens_users_out_and_stops_there():
 
 
 def test_a_backfill_gives_way_to_the_job_it_jumped():
-    def state(preemptible):
+    def state(preemptible=True, backfill=True, ran=1200):
         return ClusterState(
             now=NOW,
             nodes=lab(2, busy=("gpu02",)),
-            running=[running("fill", "bob", "gpu02", ran=300, runtime=4 * HOUR, preemptible=preemptible)],
+            running=[
+                running("fill", "bob", "gpu02", ran=ran, runtime=4 * HOUR, preemptible=preemptible, backfill=backfill)
+            ],
             queued=[queued("wide", "alice", nodes=2, age=HOUR)],
         )
 
-    result = schedule(state(True))
+    result = schedule(state())
     assert [(p.job_id, p.rule) for p in result.preemptions] == [("fill", "backfill")]
     wait = waiting(result)["wide"]
     assert (wait.code, wait.estimated_start) == ("starting", NOW + 120)
-    assert schedule(state(False)).preemptions == []
+    assert schedule(state(preemptible=False)).preemptions == []
+    # Not before it has run the exempt time (10 min), as any same-class preemption.
+    assert schedule(state(ran=300)).preemptions == []
+    # A job that started in its turn (no higher-priority job was waiting) is no backfill, whenever it started.
+    assert schedule(state(backfill=False)).preemptions == []
+
+
+def test_two_passes_in_a_row_do_not_preempt_the_jobs_the_first_one_started():
+    # 6 one-GPU jobs of 6 students on 4 GPUs: the first pass starts 4 in their turn. Once they run, their owners
+    # have used GPU time and the 2 waiting students rank higher by fair share; that is no reason to stop them.
+    students = [f"student{n}" for n in range(6)]
+    first = schedule(
+        ClusterState(now=NOW, nodes=lab(4), queued=[queued(f"job-{u}", u, age=60 - n) for n, u in enumerate(students)])
+    )
+    assert len(first.starts) == 4 and not any(s.backfill for s in first.starts) and first.preemptions == []
+    started_ids = {s.job_id for s in first.starts}
+    for later in (1.0, 60.0, 120.0):
+        now = NOW + later
+        runs = [
+            RunningJob(
+                id=s.job_id,
+                user=s.job_id.removeprefix("job-"),
+                gpus_per_node=1,
+                max_runtime_s=HOUR,
+                submitted_at=NOW - 60,
+                started_at=NOW,
+                placements=s.placements,
+                backfill=s.backfill,
+            )
+            for s in first.starts
+        ]
+        second = schedule(
+            ClusterState(
+                now=now,
+                nodes=lab(4, busy=("gpu01", "gpu02", "gpu03", "gpu04")),
+                running=runs,
+                queued=[queued(w.job_id, w.job_id.removeprefix("job-"), age=60) for w in first.waiting],
+                usage={r.user: later for r in runs},
+            )
+        )
+        assert second.preemptions == [], later
+        assert {w.job_id for w in second.waiting} == {w.job_id for w in first.waiting}
+        assert started_ids.isdisjoint(w.job_id for w in second.waiting)
 
 
 def test_gpus_of_stopping_jobs_go_to_the_job_first_in_line():

@@ -16,7 +16,7 @@ from jobs.services import (
     transition,
 )
 from jobs.services.dispatch import job_observe, jobs_preempt_for_allocations
-from labs.models import Allocation, Reservation, ReservationNode, ReservationStatus
+from labs.models import Allocation, Gpu, Reservation, ReservationNode, ReservationStatus
 from portal.accounts.models import Quota
 from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
@@ -292,6 +292,46 @@ def test_a_high_priority_job_preempts_low_work_which_is_requeued_as_attempt_2(no
     scheduling_pass()
     high.refresh_from_db()
     assert high.state == JobState.STARTING
+
+
+def test_two_passes_in_a_row_preempt_none_of_the_jobs_the_first_one_started():
+    # The fault drills' case: 6 one-GPU jobs of 6 students on 4 GPUs, a second pass right after the first.
+    ImageRuleFactory()
+    lab(4)
+    now = timezone.now().replace(microsecond=0)
+    students = [UserFactory(username=f"student{n}", role="student") for n in range(6)]
+    jobs = [submit(student, now=now - dt.timedelta(seconds=60 - n)) for n, student in enumerate(students)]
+    first = scheduling_pass(now=now)
+    assert len(first.started) == 4 and first.waiting == 2
+    assert not Job.objects.filter(started_as_backfill=True).exists()
+    for later in (1, 60, 120):
+        again = scheduling_pass(now=now + dt.timedelta(seconds=later))
+        assert (again.started, again.preempted) == ([], []), later
+    rows = Job.objects.filter(pk__in=[j.pk for j in jobs])
+    assert sorted(rows.values_list("state", flat=True)) == ["queued"] * 2 + ["starting"] * 4
+    assert not rows.exclude(stop_requested_at=None).exists()
+
+
+def test_a_job_started_as_a_backfill_gives_way_after_the_exempt_time(sam, settings):
+    from tests.factories import AllocationFactory
+
+    settings.JOBS_PREEMPT_EXEMPT_S = 600
+    now = timezone.now().replace(microsecond=0)
+    notebook = AllocationFactory(kind="notebook", ref="notebook:1", gpu=Gpu.objects.get(node__name="gpu01"))
+    submit(UserFactory(username="kim", role="teacher"), nodes=2, now=now - dt.timedelta(hours=1))
+    fill = submit(sam, now=now - dt.timedelta(minutes=1))
+    assert scheduling_pass(now=now).started == [fill.pk]  # ahead of the 2-node job, which cannot fit
+    fill.refresh_from_db()
+    assert fill.started_as_backfill and "as a backfill" in fill.events.last().reason
+    Allocation.objects.filter(pk=notebook.pk).update(ends_at=now + dt.timedelta(seconds=30))
+    assert scheduling_pass(now=now + dt.timedelta(minutes=5)).preempted == []  # younger than the exempt time
+    report = scheduling_pass(now=now + dt.timedelta(minutes=11))
+    assert report.preempted == [fill.pk]
+    fill.refresh_from_db()
+    assert fill.stop_reason == StopReason.PREEMPTED and "ahead of a higher-priority job" in fill.stop_note
+    assert job_stop_done(job=fill, now=now + dt.timedelta(minutes=12))
+    fill.refresh_from_db()
+    assert (fill.state, fill.attempt, fill.started_as_backfill) == (JobState.QUEUED, 2, False)
 
 
 def test_ended_allocations_preempt_their_job(sam):

@@ -1,0 +1,250 @@
+"""The checks a job request must pass before anything is written: every field, then who may use what.
+
+Field errors are collected and raised together (InvalidInput names every bad field, each with a sentence a
+student can act on); a reservation that is not the person's is refused (NotPermitted). Quotas are submit's
+(services/submit.py), counted with the person's row locked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from jobs.backends.base import ENV_NAME, RESERVED_ENV
+from jobs.models import Dataset, PriorityClass
+from labs.images import image_problem
+from labs.models import Gpu, NodeStatus, Reservation
+from labs.placement import may_use, not_yours
+from portal.accounts.models import Course, User
+from portal.accounts.selectors import course_ids_active_for, courses_active_for
+from portal.errors import InvalidInput, NotPermitted
+
+MAX_ARGS = 256
+MAX_ARG_LEN = 4096
+MAX_ENV = 64
+MAX_ENV_VALUE = 4096
+MAX_DATASETS = 16
+SHELL_HINT = 'Give the command as a list of arguments (argv), e.g. ["python", "train.py", "--epochs", "3"].'
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRequest:
+    """A request that passed every field check: what job_submit writes and preview asks the policy about."""
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+    gpus_per_node: int
+    nodes: int
+    max_runtime_s: int
+    priority: str
+    reservation: Reservation | None
+    course: Course | None
+    datasets: tuple[str, ...]
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 86400 == 0:
+        return f"{seconds // 86400} d"
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
+
+
+def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
+    if isinstance(command, str):
+        errors["command"] = f"A shell string is not run. {SHELL_HINT}"
+        return ()
+    if not isinstance(command, list | tuple) or not command:
+        errors["command"] = f"Required. {SHELL_HINT}"
+        return ()
+    if len(command) > MAX_ARGS:
+        errors["command"] = f"At most {MAX_ARGS} arguments."
+    elif not all(isinstance(arg, str) for arg in command):
+        errors["command"] = f"Every argument must be a string. {SHELL_HINT}"
+    elif not command[0].strip():
+        errors["command"] = "The first argument (the program) may not be empty."
+    elif any(len(arg) > MAX_ARG_LEN or "\x00" in arg for arg in command):
+        errors["command"] = f"Arguments are at most {MAX_ARG_LEN} characters, without NUL bytes."
+    else:
+        return tuple(command)
+    return ()
+
+
+def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping):
+        errors["env"] = 'An object of variable names to string values, e.g. {"EPOCHS": "3"}.'
+        return {}
+    if len(env) > MAX_ENV:
+        errors["env"] = f"At most {MAX_ENV} variables."
+        return {}
+    for name, value in env.items():
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            errors["env"] = f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit)."
+        elif name in RESERVED_ENV or name.startswith("DATASET_"):
+            errors["env"] = f"{name} is set by the portal and may not be overridden."
+        elif not isinstance(value, str):
+            errors["env"] = f"The value of {name} must be a string."
+        elif len(value) > MAX_ENV_VALUE or "\x00" in value:
+            errors["env"] = f"The value of {name} is too long or holds a NUL byte."
+        else:
+            continue
+        return {}
+    return dict(env)
+
+
+def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, int]:
+    gpus_n, nodes_n = _int(gpus), _int(1 if nodes is None else nodes)
+    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
+    most_per_node = (
+        ready.values("node").annotate(top=Max("index")).order_by("-top").values_list("top", flat=True).first()
+    )
+    most_per_node = (most_per_node + 1) if most_per_node is not None else 0
+    if gpus_n is None or gpus_n < 1:
+        errors["gpus"] = "At least 1 GPU (a whole number)."
+    elif gpus_n > max(most_per_node, 1):
+        errors["gpus"] = f"No node has {gpus_n} GPUs; the most on one node is {most_per_node}. Use more nodes."
+    node_count = ready.values("node").distinct().count()
+    if nodes_n is None or nodes_n < 1:
+        errors["nodes"] = "At least 1 node (a whole number)."
+    elif nodes_n > max(node_count, 1):
+        errors["nodes"] = f"The lab has {node_count} ready nodes; you asked for {nodes_n}."
+    return gpus_n or 0, nodes_n or 0
+
+
+def _check_reservation(
+    reservation_id: Any, user: User, max_runtime_s: int, now: dt.datetime, errors: dict[str, str]
+) -> Reservation | None:
+    if reservation_id in (None, ""):
+        return None
+    number = _int(reservation_id)
+    reservation = Reservation.objects.filter(pk=number).first() if number is not None else None
+    if reservation is None:
+        errors["reservation"] = "No such reservation."
+        return None
+    if not may_use(reservation, user, course_ids_active_for(user, today=timezone.localdate(now))):
+        raise NotPermitted(not_yours(reservation), fields={"reservation": [not_yours(reservation)]})
+    if not reservation.open_for_work(now):
+        errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."
+    elif max_runtime_s and max(reservation.starts_at, now) + dt.timedelta(seconds=max_runtime_s) > reservation.ends_at:
+        left = int((reservation.ends_at - max(reservation.starts_at, now)).total_seconds())
+        errors["max_runtime_s"] = (
+            f"It must fit inside reservation {reservation.pk}, which leaves {_duration(max(left, 0))}."
+        )
+    return reservation
+
+
+def validate_request(
+    *,
+    user: User,
+    name: Any,
+    image: Any,
+    command: Any,
+    gpus: Any,
+    max_runtime_s: Any,
+    nodes: Any = 1,
+    priority: Any = None,
+    reservation: Any = None,
+    env: Any = None,
+    datasets: Any = None,
+    course: Any = None,
+    now: dt.datetime | None = None,
+) -> JobRequest:
+    """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
+    now = now or timezone.now()
+    errors: dict[str, str] = {}
+    name = name.strip() if isinstance(name, str) else ""
+    if not name:
+        errors["name"] = "Give the job a name."
+    elif len(name) > 120:
+        errors["name"] = "At most 120 characters."
+    image = image.strip() if isinstance(image, str) else ""
+    if image_why := image_problem(image):
+        errors["image"] = image_why
+    argv = _check_command(command, errors)
+    variables = _check_env(env, errors)
+    gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
+
+    runtime = _int(max_runtime_s)
+    low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
+    if runtime is None or not low <= runtime <= high:
+        errors["max_runtime_s"] = f"Between {low} and {high} seconds ({_duration(low)} to {_duration(high)})."
+        runtime = 0
+
+    priority = priority or PriorityClass.NORMAL
+    if priority not in PriorityClass.values:
+        errors["priority"] = f"One of {', '.join(PriorityClass.values)}."
+    elif priority == PriorityClass.HIGH and not (user.is_teacher or user.is_lab_admin):
+        errors["priority"] = "High priority is for teachers and admins; choose normal or low."
+
+    chosen = _check_reservation(reservation, user, runtime, now, errors)
+
+    names: tuple[str, ...] = ()
+    if datasets not in (None, ""):
+        if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
+            errors["datasets"] = "A list of dataset names."
+        elif len(datasets) > MAX_DATASETS:
+            errors["datasets"] = f"At most {MAX_DATASETS} datasets."
+        else:
+            names = tuple(dict.fromkeys(datasets))
+            known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
+            unknown = [d for d in names if d not in known]
+            if unknown:
+                errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
+
+    course_row = None
+    if course not in (None, ""):
+        course_row = courses_active_for(user).filter(code=course).first() if isinstance(course, str) else None
+        if course_row is None and not user.is_lab_admin:
+            errors["course"] = "Not a course of yours that is in term."
+        elif course_row is None:
+            course_row = Course.objects.filter(code=course).first() if isinstance(course, str) else None
+            if course_row is None:
+                errors["course"] = "No such course."
+    elif chosen is not None and chosen.course_id:
+        course_row = chosen.course
+
+    if errors:
+        listed = ", ".join(sorted(errors))
+        raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)
+    return JobRequest(
+        name=name,
+        image=image,
+        command=argv,
+        env=variables,
+        gpus_per_node=gpus_n,
+        nodes=nodes_n,
+        max_runtime_s=runtime,
+        priority=priority,
+        reservation=chosen,
+        course=course_row,
+        datasets=names,
+    )
+
+
+__all__ = ["JobRequest", "validate_request"]

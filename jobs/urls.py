@@ -1,0 +1,20 @@
+"""Job routes: the pages (`urlpatterns`) and the v1 API (`api_urlpatterns`), both included by portal/urls.py."""
+
+from django.urls import path
+
+from jobs import api, views
+
+urlpatterns = [
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/new/", views.job_new, name="job-new"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job"),
+    path("jobs/<int:job_id>/cancel/", views.job_cancel_view, name="job-cancel"),
+]
+
+api_urlpatterns = [
+    path("jobs/", api.JobListApi.as_view(), name="jobs"),
+    path("jobs/preview/", api.JobPreviewApi.as_view(), name="job-preview"),
+    path("jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="job"),
+    path("jobs/<int:job_id>/cancel/", api.JobCancelApi.as_view(), name="job-cancel"),
+    path("jobs/<int:job_id>/logs/", api.JobLogsApi.as_view(), name="job-logs"),
+]

@@ -1,0 +1,67 @@
+"""jobs.enqueue: the task names never change, a send waits for the commit, and a process that never imported
+jobs.tasks (a web process) still finds the tasks by name and runs them eagerly as the tests' settings say."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+from jobs import enqueue
+from jobs.models import JobState
+from jobs.services import job_submit
+from tests.factories import UserFactory
+from tests.jobs.factories import IMAGE, ImageRuleFactory, lab
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_task_names_are_the_ones_messages_and_beat_already_use():
+    assert (enqueue.SCHEDULE_PASS, enqueue.DISPATCH, enqueue.STOP, enqueue.FOLLOW) == (
+        "jobs.tasks.schedule_pass",
+        "jobs.tasks.dispatch",
+        "jobs.tasks.stop",
+        "jobs.tasks.follow",
+    )
+    beat = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert {"jobs.tasks.schedule_pass", "jobs.tasks.follow"} <= beat
+    for name in (enqueue.SCHEDULE_PASS, enqueue.DISPATCH, enqueue.STOP, enqueue.FOLLOW):
+        assert enqueue._task(name).name == name
+
+
+def test_a_submit_schedules_a_pass_only_once_it_commits(django_capture_on_commit_callbacks):
+    ImageRuleFactory()
+    lab(1)
+    sam = UserFactory(username="sam", role="student")
+    fields = dict(name="tiny", image=IMAGE, command=["python", "x.py"], gpus=1, max_runtime_s=600)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        job = job_submit(user=sam, **fields)
+    assert len(callbacks) == 1
+    job.refresh_from_db()
+    assert job.state == JobState.QUEUED  # nothing sent before the commit
+    for callback in callbacks:
+        callback()  # the commit: the pass runs in-process (eager) and places the job
+    job.refresh_from_db()
+    assert job.state in (JobState.STARTING, JobState.RUNNING)
+
+
+def test_a_fresh_process_finds_the_tasks_by_name_without_importing_them():
+    code = (
+        "import sys, django; django.setup()\n"
+        "from jobs import enqueue\n"
+        "assert 'jobs.tasks' not in sys.modules\n"
+        "task = enqueue._task(enqueue.DISPATCH)\n"
+        "from celery import current_app\n"
+        "print(task.name, current_app.conf.task_always_eager)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["jobs.tasks.dispatch", "True"]
