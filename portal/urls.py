@@ -6,12 +6,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from jobs import api as jobs_api
 from jobs import views as jobs_views
 from labs import api as labs_api
-from labs import api_gpus as labs_api_gpus
 from labs import api_notebooks as labs_api_notebooks
 from labs import views as labs_views
-from labs import views_gpus as labs_views_gpus
 from labs import views_notebooks as labs_views_notebooks
 from labs.reservations import urls as reservations_urls
+from labs.telemetry import urls as telemetry_urls
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -26,8 +25,7 @@ api_v1 = [
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
     path("", include(reservations_urls.api_urlpatterns)),
-    path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
-    path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
+    path("", include(telemetry_urls.api_urlpatterns)),
     path("profiles/", labs_api_notebooks.ProfileListApi.as_view(), name="profiles"),
     path("notebooks/", labs_api_notebooks.NotebookListApi.as_view(), name="notebooks"),
     path("notebooks/<int:notebook_id>/", labs_api_notebooks.NotebookDetailApi.as_view(), name="notebook"),
@@ -53,8 +51,8 @@ urlpatterns = [
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
-    path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
-    path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
+    path("lab/nodes/<str:name>/", labs_views.node_detail, name="node_detail"),
+    path("", include(telemetry_urls.urlpatterns)),
     path("", include(reservations_urls.urlpatterns)),
     path("jobs/", jobs_views.job_list, name="jobs"),
     path("jobs/new/", jobs_views.job_new, name="job-new"),

@@ -102,7 +102,7 @@ class NodeTokenAuthentication(BaseAuthentication):
 
 
 class NodeTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "labs.api_gpus.NodeTokenAuthentication"
+    target_class = "labs.telemetry.api.NodeTokenAuthentication"
     name = "nodeAgentKey"
 
     def get_security_definition(self, auto_schema):
