@@ -2,7 +2,7 @@
 
 Other capabilities use it through selectors.py (reads) and services.py (writes) only.
 
-- samples.py       the GpuSample and GpuTarget dataclasses, and the checks that drop absurd values
+- samples.py       the GpuSample and GpuTarget dataclasses, and the one check that drops absurd values
 - exposition.py    a tolerant reader of the Prometheus text format
 - dcgm.py          dcgm-exporter metrics (scraped text or Prometheus rows) to samples
 - prometheus.py    a Prometheus server's query API (JSON) to samples
@@ -10,7 +10,7 @@ Other capabilities use it through selectors.py (reads) and services.py (writes) 
 - nvml.py          reading NVML on a node (the gpu_agent command); nvidia-ml-py is imported lazily
 - sources.py       the sources behind one interface, chosen by TELEMETRY_SOURCE
 - http.py          the one HTTP client for scrapes, queries and pushes
-- agents.py        node agents' keys (hashed) and their pushes
+- agents.py        node agents' keys (hashed): issue, revoke, check
 - store.py         the latest state of every GPU (cache: Redis, or local memory embedded) and the agents' inbox
 - holders.py       the GPUs to watch and who holds each one, read from the allocation ledger
 - state.py         one GPU's record as the collector publishes it, and what changed since the last tick
