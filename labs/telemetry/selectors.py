@@ -122,3 +122,9 @@ def telemetry_summary() -> dict[str, Any]:
         "tick_age_s": None if latest_at is None else max(0.0, time.time() - latest_at),
         "dropped_total": store.dropped_total(),
     }
+
+
+def latest_gpu_states() -> dict[tuple[str, int], dict[str, Any]]:
+    """The collector's latest record of every GPU by (node, index), as it stored it (whole, holders and all: for
+    other capabilities' own rules, such as the notebooks' idle check, never to show). Empty before the first tick."""
+    return {(state["node"], state["index"]): state for state in store.read_latest()["gpus"].values()}

@@ -1,16 +1,22 @@
-"""telemetry.services.agent_push: one check of each pushed reading (the collector's), the whole push or nothing."""
+"""telemetry.services.agent_push: one check of each pushed reading (the collector's), the whole push or nothing;
+and latest_gpu_states, what other capabilities read of the live state."""
 
 import logging
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from labs.inventory import demo_specs
 from labs.models import Node
 from labs.services import inventory_sync
 from labs.telemetry import store
 from labs.telemetry.agents import agent_token_issue
+from labs.telemetry.collector import Collector
+from labs.telemetry.health import HealthWatch
 from labs.telemetry.samples import GpuSample, problem_with
+from labs.telemetry.selectors import latest_gpu_states
 from labs.telemetry.services import agent_push
+from labs.telemetry.sources import AgentSource
 from portal.errors import InvalidInput, NotPermitted
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
@@ -73,3 +79,14 @@ def test_another_nodes_name_or_an_unknown_gpu_is_refused(token):
     with pytest.raises(InvalidInput, match="GPU index 3 is not in the inventory of gpu01."):
         agent_push(token=token, node="gpu01", samples=[reading(), reading(index=3)], now=NOW)
     assert store.read_inboxes(["gpu01", "gpu02"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_capabilities_read_the_latest_records_by_node_and_index(token):
+    assert latest_gpu_states() == {}
+    agent_push(token=token, node="gpu01", samples=[reading(sampled_at=NOW - 1)], now=NOW)
+    watch = HealthWatch(temp_threshold_c=87, hold_s=0, xid_ignored=set())
+    async_to_sync(Collector(source=AgentSource(), interval_s=1, health=watch).tick)(now=NOW)
+    latest = latest_gpu_states()
+    assert set(latest) == {("gpu01", 0), ("gpu02", 0)}
+    assert latest["gpu01", 0]["util_pct"] == 42 and latest["gpu02", 0]["util_pct"] is None
