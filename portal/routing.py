@@ -1,11 +1,11 @@
 """WebSocket routes; any other path is refused at the handshake."""
 
 from channels.security.websocket import WebsocketDenier
-from django.urls import path, re_path
+from django.urls import re_path
 
-from labs.consumers import GpuStatusConsumer
+from labs.telemetry import urls as telemetry_urls
 
 websocket_urlpatterns: list = [
-    path("ws/gpus/", GpuStatusConsumer.as_asgi()),
+    *telemetry_urls.websocket_urlpatterns,
     re_path(r"", WebsocketDenier.as_asgi()),
 ]

@@ -5,11 +5,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from jobs import urls as jobs_urls
 from labs import api as labs_api
-from labs import api_gpus as labs_api_gpus
 from labs import views as labs_views
-from labs import views_gpus as labs_views_gpus
 from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
+from labs.telemetry import urls as telemetry_urls
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -24,8 +23,7 @@ api_v1 = [
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
     path("", include(reservations_urls.api_urlpatterns)),
-    path("gpus/", labs_api_gpus.GpuListApi.as_view(), name="gpus"),
-    path("agent/samples/", labs_api_gpus.AgentSamplesApi.as_view(), name="agent-samples"),
+    path("", include(telemetry_urls.api_urlpatterns)),
     path("", include(notebooks_urls.api_urlpatterns)),
     path("", include(jobs_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -44,8 +42,8 @@ urlpatterns = [
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
-    path("lab/nodes/<str:name>/", labs_views_gpus.node_detail, name="node_detail"),
-    path("lab/gpus/", labs_views_gpus.gpu_board, name="gpus"),
+    path("lab/nodes/<str:name>/", labs_views.node_detail, name="node_detail"),
+    path("", include(telemetry_urls.urlpatterns)),
     path("", include(reservations_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),

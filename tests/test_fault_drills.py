@@ -311,10 +311,10 @@ def test_drill_redis_restarted_the_live_gpu_view_comes_back_fresh(redis_server, 
     from labs.inventory import demo_specs
     from labs.services import inventory_sync
     from labs.telemetry.collector import Collector
+    from labs.telemetry.fanout import get_hub
     from labs.telemetry.health import HealthWatch
-    from labs.telemetry.hub import get_hub
-    from tests.labs.test_gpus_websocket import connect, token_headers
-    from tests.labs.test_telemetry_collector import ScriptedSource, reading
+    from tests.labs.telemetry.test_collector import ScriptedSource, reading
+    from tests.labs.telemetry.test_websocket import connect, token_headers
 
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_server.url}

@@ -1,4 +1,4 @@
-"""Node agents: their keys (only a hash is stored) and what they push.
+"""Node agents' keys (only a hash is stored); what they push is services.agent_push.
 
 A key is shown once, when it is issued; the database keeps its SHA-256 (keys are 256 random
 bits, so a fast hash is enough) and its first characters, to tell keys apart in the admin.
@@ -9,17 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
-import logging
 import secrets
 
 from django.db import transaction
 from django.utils import timezone
 
 from labs.models import Node, NodeAgentToken
-from labs.telemetry import store
-from labs.telemetry.samples import GpuSample
-
-log = logging.getLogger("labs.telemetry")
 
 PREFIX = "gna_"
 # Writing last_used_at on every push (every second, every node) would be a write per second per node.
@@ -68,9 +63,3 @@ def agent_token_check(key: str) -> NodeAgentToken | None:
         NodeAgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token
-
-
-def samples_push(*, node: Node, samples: list[GpuSample]) -> int:
-    """Keep a node's pushed samples for the collector's next tick (TELEMETRY_SOURCE=agent)."""
-    store.push_to_inbox(node.name, samples)
-    return len(samples)

@@ -29,7 +29,7 @@ from django.conf import settings
 from labs.telemetry import store
 from labs.telemetry.health import HealthWatch, alerts_apply
 from labs.telemetry.history import MinuteBuckets, minutes_prune, minutes_save
-from labs.telemetry.ledger import lab_targets
+from labs.telemetry.holders import lab_targets
 from labs.telemetry.samples import GpuSample, GpuTarget, checked, match_targets, throttled
 from labs.telemetry.sources import TelemetrySource, get_telemetry_source
 from labs.telemetry.state import changed_fields, gpu_state

@@ -95,28 +95,60 @@ class ThrottledLog:
 throttled = ThrottledLog()
 
 
-def problem_with(sample: GpuSample, *, now: float | None = None) -> str | None:
-    """Why the sample cannot be true, or None when it can."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Problem:
+    """Why a sample cannot be true: the field at fault, the log's terse text, and what a node's admin should do."""
+
+    field: str
+    text: str  # for the log: "sample time 3600 s in the past (more than 300 s)"
+    advice: str  # for the agent's 400: "This time is more than 5 minutes ago; send current samples and ..."
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def sample_problem(sample: GpuSample, *, now: float | None = None) -> Problem | None:
+    """The one check of a sample, for the collector and the agents' pushes alike: its problem, or None."""
     now = time.time() if now is None else now
-    if not isinstance(sample.sampled_at, (int, float)) or not math.isfinite(sample.sampled_at):
-        return "no valid sample time"
-    if sample.sampled_at > now + MAX_CLOCK_SKEW_S:
-        return f"sample time {sample.sampled_at - now:.0f} s in the future"
-    if sample.sampled_at < now - MAX_SAMPLE_AGE_S:
-        return f"sample time {now - sample.sampled_at:.0f} s in the past (more than {MAX_SAMPLE_AGE_S:.0f} s)"
+    when = sample.sampled_at
+    if not isinstance(when, (int, float)) or not math.isfinite(when):
+        return Problem("sampled_at", "no valid sample time", "Give seconds since the epoch or an ISO 8601 time.")
+    if when > now + MAX_CLOCK_SKEW_S:
+        return Problem(
+            "sampled_at",
+            f"sample time {when - now:.0f} s in the future",
+            "This time is in the future; check the node's clock.",
+        )
+    if when < now - MAX_SAMPLE_AGE_S:
+        return Problem(
+            "sampled_at",
+            f"sample time {now - when:.0f} s in the past (more than {MAX_SAMPLE_AGE_S:.0f} s)",
+            f"This time is more than {MAX_SAMPLE_AGE_S / 60:.0f} minutes ago; send current samples and check the "
+            "node's clock.",
+        )
     for field, (low, high) in LIMITS.items():
         value = getattr(sample, field)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return f"{field} is not a number ({value!r})"
+            return Problem(field, f"{field} is not a number ({value!r})", "Give a number.")
         if not low <= value <= high:
-            return f"{field} {value:g} is outside {low:g}..{high:g}"
+            return Problem(
+                field, f"{field} {value:g} is outside {low:g}..{high:g}", f"No GPU reads {value:g}; check the sensor."
+            )
     # Drivers round; a percent over is rounding, more is a broken reading.
     used, total = sample.mem_used_mb, sample.mem_total_mb
     if used is not None and total is not None and used > total * 1.01:
-        return f"mem_used_mb {used:g} exceeds mem_total_mb {total:g}"
+        return Problem(
+            "mem_used_mb", f"mem_used_mb {used:g} exceeds mem_total_mb {total:g}", "More memory used than the GPU has."
+        )
     return None
+
+
+def problem_with(sample: GpuSample, *, now: float | None = None) -> str | None:
+    """Why the sample cannot be true, or None when it can (the log's text of `sample_problem`)."""
+    problem = sample_problem(sample, now=now)
+    return None if problem is None else problem.text
 
 
 def checked(samples: Iterable[GpuSample], *, source: str, now: float | None = None) -> list[GpuSample]:

@@ -1,4 +1,6 @@
-"""Reads for the API and the pages: the live state of the GPUs a person may see, a node's last hour, alerts."""
+"""Reads for the API and the pages: the live state of the GPUs a person may see, a node's last hour, alerts.
+
+Other capabilities read telemetry here (and only here): the core's node page through `node_gpus`."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from django.utils.dateparse import parse_datetime
 
 from labs.models import Allocation, AllocationKind, GpuAlert, GpuAlertKind, GpuMinute, Node
 from labs.telemetry import store
-from labs.telemetry.ledger import lab_targets
+from labs.telemetry.charts import gpu_charts
+from labs.telemetry.holders import lab_targets
 from labs.telemetry.samples import gpu_key
 from labs.telemetry.state import stored_state
 from labs.telemetry.visibility import Viewer, public_gpus, viewer_for
@@ -68,6 +71,31 @@ def node_last_hour(node: Node, *, now: dt.datetime | None = None) -> dict[int, l
     for row in rows:
         by_gpu[row.gpu_id].append(row)
     return by_gpu
+
+
+def node_gpus(user: User, node: Node, *, now: dt.datetime | None = None) -> dict[str, Any]:
+    """What the node page shows of its GPUs, as this person may see them.
+
+    `gpus`: per GPU of the inventory, {"gpu", "live" (its record, or None), "charts" (its last hour)}; `alerts`: the
+    node's open health alerts (admins only, else empty); `available`: how many of its GPUs the person could use now.
+    """
+    now = now or timezone.now()
+    viewer = viewer_for(user)
+    live = {gpu["index"]: gpu for gpu in gpus_visible_to(user, node=node.name, viewer=viewer)}
+    history = node_last_hour(node, now=now)
+    gpus = [
+        {
+            "gpu": gpu,
+            "live": live.get(gpu.index),
+            "charts": gpu_charts(history.get(gpu.pk, []), memory_mb=gpu.memory_mb, end=now),
+        }
+        for gpu in node.gpus.all()
+    ]
+    return {
+        "gpus": gpus,
+        "alerts": list(open_alerts().filter(gpu__node=node)) if viewer.is_admin else [],
+        "available": sum(1 for gpu in live.values() if gpu["available"]),
+    }
 
 
 def telemetry_summary() -> dict[str, Any]:

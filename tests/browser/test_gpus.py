@@ -23,7 +23,7 @@ from labs.inventory import demo_specs
 from labs.models import Allocation, Node
 from labs.services import inventory_sync
 from tests.factories import PASSWORD, AllocationFactory, UserFactory
-from tests.labs.test_telemetry_collector import clean_store  # noqa: F401  (fixture)
+from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]

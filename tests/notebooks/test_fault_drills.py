@@ -31,7 +31,7 @@ from portal.accounts.models import Notice
 from portal.errors import BackendError
 from tests.factories import CourseFactory, NodeFactory
 from tests.fault_tools import RedisServer, Worker, backend_alive, lock_waiters, pg_connect, wait_for
-from tests.labs.test_telemetry_collector import ScriptedSource, clean_store, reading  # noqa: F401 - a fixture
+from tests.labs.telemetry.test_collector import ScriptedSource, clean_store, reading  # noqa: F401 - a fixture
 from tests.notebooks.test_notebooks import (  # noqa: F401 - the hub is emptied after each test
     _clean_hub,
     ready,

@@ -1,7 +1,7 @@
 """WebSocket handshakes: the Origin is checked in full (scheme, host, port), and expired tokens sign nobody in.
 
 Finding 10 of the security review: `http://portal.lab.example:8080` was accepted with a session, because only the
-Origin's host was compared with ALLOWED_HOSTS. Connects to the real ASGI app as tests/labs/test_gpus_websocket.py.
+Origin's host was compared with ALLOWED_HOSTS. Connects to the real ASGI app as tests/labs/telemetry/test_websocket.py.
 """
 
 import datetime as dt
@@ -11,8 +11,8 @@ from asgiref.sync import async_to_sync
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from tests.labs.test_gpus_websocket import connect, lab, session_headers, token_headers  # noqa: F401  (fixture)
-from tests.labs.test_telemetry_collector import clean_store  # noqa: F401  (fixture)
+from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
+from tests.labs.telemetry.test_websocket import connect, lab, session_headers, token_headers  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
-import time
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, inline_serializer
@@ -16,9 +15,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labs.models import NodeAgentToken
-from labs.telemetry.agents import agent_token_check, samples_push
-from labs.telemetry.samples import LIMITS, MAX_CLOCK_SKEW_S, MAX_SAMPLE_AGE_S, GpuSample, problem_with
+from labs.telemetry.agents import agent_token_check
+from labs.telemetry.samples import LIMITS
 from labs.telemetry.selectors import gpus_visible_to
+from labs.telemetry.services import agent_push
 
 log = logging.getLogger("labs.telemetry")
 
@@ -102,7 +102,7 @@ class NodeTokenAuthentication(BaseAuthentication):
 
 
 class NodeTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "labs.api_gpus.NodeTokenAuthentication"
+    target_class = "labs.telemetry.api.NodeTokenAuthentication"
     name = "nodeAgentKey"
 
     def get_security_definition(self, auto_schema):
@@ -188,23 +188,6 @@ class SampleIn(serializers.Serializer):
     xid = serializers.IntegerField(min_value=0, max_value=int(LIMITS["xid"][1]), required=False, allow_null=True)
     sampled_at = TimestampField(required=False)
 
-    def validate(self, attrs):
-        now = time.time()
-        attrs.setdefault("sampled_at", now)
-        if attrs["sampled_at"] > now + MAX_CLOCK_SKEW_S:
-            raise serializers.ValidationError({"sampled_at": "This time is in the future; check the node's clock."})
-        if attrs["sampled_at"] < now - MAX_SAMPLE_AGE_S:
-            raise serializers.ValidationError(
-                {
-                    "sampled_at": f"This time is more than {MAX_SAMPLE_AGE_S / 60:.0f} minutes ago; send current "
-                    "samples and check the node's clock."
-                }
-            )
-        used, total = attrs.get("mem_used_mb"), attrs.get("mem_total_mb")
-        if used is not None and total is not None and used > total * 1.01:
-            raise serializers.ValidationError({"mem_used_mb": "More memory used than the GPU has."})
-        return attrs
-
 
 class PushIn(serializers.Serializer):
     node = serializers.CharField(max_length=63)
@@ -241,31 +224,5 @@ class AgentSamplesApi(APIView):
             log.warning("telemetry: refused a malformed push for %s: %s", token.node.name, dict(body.errors))
             raise exceptions.ValidationError(body.errors)
         data = body.validated_data
-        if data["node"] != token.node.name:
-            log.warning(
-                "telemetry: the key of %s was used to push for %s from %s; refused",
-                token.node.name,
-                data["node"],
-                _client(request),
-            )
-            raise exceptions.PermissionDenied(f"This key belongs to node {token.node.name}, not {data['node']}.")
-        known = set(token.node.gpus.values_list("index", flat=True))
-        unknown = sorted(sample["index"] for sample in data["samples"] if sample["index"] not in known)
-        if unknown:
-            log.warning(
-                "telemetry: refused a push for %s: GPU indexes %s are not in its inventory", token.node.name, unknown
-            )
-            raise exceptions.ValidationError(
-                {"samples": [f"GPU index {', '.join(map(str, unknown))} is not in the inventory of {token.node.name}."]}
-            )
-        samples = [
-            GpuSample(node=token.node.name, **{key: value for key, value in sample.items() if value != ""})
-            for sample in data["samples"]
-        ]
-        for position, sample in enumerate(samples):
-            problem = problem_with(sample)
-            if problem is not None:
-                log.warning("telemetry: refused a push for %s: %s", token.node.name, problem)
-                raise exceptions.ValidationError({"samples": [f"Sample {position}: {problem}."]})
-        accepted = samples_push(node=token.node, samples=samples)
+        accepted = agent_push(token=token, node=data["node"], samples=data["samples"], client=_client(request))
         return Response({"node": token.node.name, "accepted": accepted}, status=status.HTTP_202_ACCEPTED)

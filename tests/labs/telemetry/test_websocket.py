@@ -22,7 +22,7 @@ from labs.telemetry.sources import SimulatorSource
 from portal.accounts.services import token_issue
 from portal.asgi import application
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, UserFactory
-from tests.labs.test_telemetry_collector import clean_store  # noqa: F401  (fixture)
+from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ORIGIN = (b"origin", b"http://testserver")
@@ -269,7 +269,7 @@ def test_a_slow_client_gets_a_fresh_snapshot_instead_of_a_backlog(lab, settings)
         communicator, connected = await connect(headers)
         assert connected
         snapshot = await communicator.receive_json_from(timeout=WAIT_S)
-        from labs.telemetry.hub import get_hub
+        from labs.telemetry.fanout import get_hub
 
         (consumer,) = get_hub().subscribers
         # Five updates arrive before the client's socket takes the next one (no await in between).

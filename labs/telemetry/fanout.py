@@ -1,4 +1,4 @@
-"""The hub: one subscriber per server process that relays each tick to that process's WebSocket clients.
+"""The fan-out (`GpuHub`, one per server process): the one subscriber that relays each tick to its WebSocket clients.
 
 The collector sends one message per tick to the channel-layer group "gpus". Were every consumer
 a member of the group, channels-redis would copy (and serialise) that message once per client

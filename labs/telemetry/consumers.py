@@ -7,8 +7,8 @@ index, sample time and changed fields, as the viewer may see them (labs.telemetr
 Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap, or
 sends `{"type": "resync"}`, gets a new snapshot. The consumer only relays: nothing a client sends
 changes anything, and nothing it sends can break the connection of anyone else. The process's
-hub looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S): a changed course or role
-brings a new snapshot, a deactivated account is closed (4403).
+fan-out (labs.telemetry.fanout) looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S):
+a changed course or role brings a new snapshot, a deactivated account is closed (4403).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from labs.telemetry.hub import GpuHub, get_hub
+from labs.telemetry.fanout import GpuHub, get_hub
 from labs.telemetry.visibility import Viewer, viewers_for
 
 log = logging.getLogger("labs.telemetry")

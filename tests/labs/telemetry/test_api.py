@@ -18,7 +18,7 @@ from labs.telemetry.simulator import GpuSimulator
 from labs.telemetry.sources import AgentSource, SimulatorSource
 from tests.conftest import ROLES
 from tests.factories import AllocationFactory, CourseFactory, EnrollmentFactory, UserFactory
-from tests.labs.test_telemetry_collector import clean_store  # noqa: F401  (fixture)
+from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
