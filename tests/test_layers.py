@@ -348,31 +348,14 @@ def test_layers_import_only_downwards(graph):
     assert layer_violations(graph) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="layout moves in progress: labs.api_gpus, labs.views_gpus, labs.consumers (telemetry's, still outside "
-    "labs/telemetry/) and labs.views_notebooks, labs.forms_notebooks (notebooks', outside labs/notebooks/) use their "
-    "internals; labs.notebooks.services imports labs.tasks, labs.telemetry.store and labs.telemetry.samples; "
-    "labs.notebooks.localhub imports portal.bench.kit",
-)
 def test_capabilities_use_each_other_only_through_their_entry_points(graph):
     assert capability_violations(graph) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="layout moves in progress: jobs.tasks <-> jobs.services.dispatch/scheduling/transitions and "
-    "labs.tasks <-> labs.notebooks.services (services that send tasks, before each app's enqueue module)",
-)
 def test_no_import_cycles(graph):
     assert find_cycles(graph) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="layout moves in progress: labs/reservations.py (661 lines), labs/notebooks/services.py (645), "
-    "jobs/services/submit.py (422)",
-)
 def test_no_module_is_longer_than_the_limit():
     assert long_modules(ROOT) == []
 
