@@ -67,6 +67,16 @@ def _fresh_channel_layer():
 
 
 @pytest.fixture
+def redis_server(tmp_path):
+    """A private redis-server on a free loopback port, for drills that kill and restart it (never the shared one)."""
+    from tests.fault_tools import RedisServer
+
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def user_of_role(db):
     def make(role: str):
         if role == "anonymous":

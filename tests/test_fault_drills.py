@@ -30,7 +30,7 @@ from labs.models import Allocation, Gpu
 from portal.accounts.services import token_issue
 from tests.factories import UserFactory
 from tests.fakes.kube import FakeKube
-from tests.fault_tools import RedisServer, Worker, backend_alive, lock_waiters, pg_connect, wait_for
+from tests.fault_tools import Worker, backend_alive, lock_waiters, pg_connect, wait_for
 from tests.jobs.factories import ImageRuleFactory, JobFactory, lab
 
 pytestmark = [pytest.mark.postgresql_only, pytest.mark.django_db(transaction=True)]
@@ -45,13 +45,6 @@ def kube(settings):
     settings.JOBS_BACKEND = "kubernetes"
     yield fake
     fake.stop()
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -157,3 +157,17 @@ def cpu_s(pid: int) -> float:
             fields = stat.read().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def client_event(client: subprocess.Popen, name: str, timeout_s: float = 300) -> dict:
+    """The next JSON line of a client process that is event `name` (other lines are progress)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        line = client.stdout.readline()
+        if not line:
+            raise CommandError(f"The client process ended before '{name}'.")
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if event.get("event") == name:
+                return event
+    raise CommandError(f"No '{name}' from the client process in {timeout_s} s.")

@@ -30,7 +30,7 @@ from labs.telemetry.samples import gpu_key
 from portal.accounts.models import Notice
 from portal.errors import BackendError
 from tests.factories import CourseFactory, NodeFactory
-from tests.fault_tools import RedisServer, Worker, backend_alive, lock_waiters, pg_connect, wait_for
+from tests.fault_tools import Worker, backend_alive, lock_waiters, pg_connect, wait_for
 from tests.labs.telemetry.test_collector import ScriptedSource, clean_store, reading  # noqa: F401 - a fixture
 from tests.notebooks.test_notebooks import (  # noqa: F401 - the hub is emptied after each test
     _clean_hub,
@@ -150,13 +150,6 @@ def test_two_notebook_tasks_at_once_one_runs_the_other_makes_it_go_round_again(c
 
 
 # --- 2. A worker SIGKILLed inside a notebook pass --------------------------------------------------------------------
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

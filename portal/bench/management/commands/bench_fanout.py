@@ -16,7 +16,6 @@ portal is listening on (--redis-url redis://127.0.0.1:6379/13).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -30,6 +29,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portal.bench.kit import (
     ROOT,
+    client_event,
     cpu_s,
     free_port,
     rss_mb,
@@ -197,9 +197,9 @@ class Command(BaseCommand):
         client.stdin.write(json.dumps(config) + "\n")
         client.stdin.flush()
         self._say(f"==> connecting {options['clients']} WebSocket clients to ws://127.0.0.1:{port}/ws/gpus/")
-        connected = self._event(client, "connected")
+        connected = client_event(client, "connected")
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed; warming up")
-        self._event(client, "measuring")
+        client_event(client, "measuring")
         load_start = os.getloadavg()[0]  # the figures mean little on a machine busy with other work: say how busy
         rss_start, cpu_start, started = rss_mb(server.pid), cpu_s(server.pid), time.monotonic()
         client_cpu_start = cpu_s(client.pid)
@@ -220,7 +220,7 @@ class Command(BaseCommand):
         time.sleep(3)
         client.stdin.write("stop\n")
         client.stdin.flush()
-        result = self._event(client, "result", timeout_s=120)
+        result = client_event(client, "result", timeout_s=120)
         client.wait(timeout=60)
         return {
             "clients": result["connected"],
@@ -250,18 +250,6 @@ class Command(BaseCommand):
             "load_avg_end": round(load_end, 2),
             "cpus": os.cpu_count(),
         }
-
-    def _event(self, client: subprocess.Popen, name: str, timeout_s: float = 300) -> dict:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            line = client.stdout.readline()
-            if not line:
-                raise CommandError(f"The client process ended before '{name}'.")
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if event.get("event") == name:
-                    return event
-        raise CommandError(f"No '{name}' from the client process in {timeout_s} s.")
 
     def _print(self, r: dict) -> None:
         self.stdout.write(

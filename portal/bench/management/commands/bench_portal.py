@@ -21,7 +21,6 @@ start and the end. Everything it starts stops by itself, also on Ctrl-C or an er
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
@@ -36,6 +35,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portal.bench.kit import (
     ROOT,
+    client_event,
     cpu_s,
     free_port,
     rss_mb,
@@ -240,8 +240,8 @@ class Command(BaseCommand):
             "clients": options["watchers"], "compression": "deflate", "connect_per_s": 200, "warmup_s": 5,
         })  # fmt: skip
         self._say(f"==> connecting {options['watchers']} GPU-status watchers")
-        connected = _event(watchers, "connected")
-        _event(watchers, "measuring")
+        connected = client_event(watchers, "connected")
+        client_event(watchers, "measuring")
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed")
         load_start, rss_start, started = os.getloadavg()[0], rss_mb(web.pid), time.monotonic()
         cpu_start = {name: cpu_s(processes[name].pid) for name in ("web", "worker")}
@@ -253,7 +253,7 @@ class Command(BaseCommand):
             "students": people["students"], "submitters": people["submitters"], "teachers": people["teachers"],
             "weeks": people["weeks"], "seed": options["seed"],
         })  # fmt: skip
-        _event(load, "started")
+        client_event(load, "started")
         cpu_start["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid)
         self._say(f"==> {options['students']} students, {options['submitters']} submitters, {options['teachers']}"
                   f" teachers for {options['duration_s']} s (server RSS {rss_start} MB)")  # fmt: skip
@@ -266,14 +266,14 @@ class Command(BaseCommand):
         rss_end, load_end, measured_s = rss_mb(web.pid), os.getloadavg()[0], time.monotonic() - started
         cpu = {name: cpu_s(processes[name].pid) - cpu_start[name] for name in ("web", "worker")}
         cpu["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid) - cpu_start["clients"]
-        http = _event(load, "result", timeout_s=120)
+        http = client_event(load, "result", timeout_s=120)
         # The collector stops first, so every watcher can take the last update before counting what it lost.
         processes["collector"].terminate()
         processes["collector"].wait(timeout=20)
         time.sleep(3)
         watchers.stdin.write("stop\n")
         watchers.stdin.flush()
-        ws = _event(watchers, "result", timeout_s=120)
+        ws = client_event(watchers, "result", timeout_s=120)
         http.pop("event")
         return {
             **{k: options[k] for k in ("students", "watchers", "submitters", "teachers", "duration_s", "gpus")},
@@ -367,17 +367,3 @@ def _merge(*counts: dict[str, int]) -> dict[str, int]:
         for status, n in count.items():
             merged[status] = merged.get(status, 0) + n
     return dict(sorted(merged.items()))
-
-
-def _event(client: subprocess.Popen, name: str, timeout_s: float = 300) -> dict:
-    """The next JSON line of the client process that is event `name` (other lines are progress)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = client.stdout.readline()
-        if not line:
-            raise CommandError(f"The client process ended before '{name}'.")
-        with contextlib.suppress(ValueError):
-            event = json.loads(line)
-            if event.get("event") == name:
-                return event
-    raise CommandError(f"No '{name}' from the client process in {timeout_s} s.")
