@@ -100,8 +100,7 @@ def allocation_open(
         Allocation.objects.filter(
             gpu_id__in=[slot.gpu_id for slot in shares],
             kind__in=(AllocationKind.JOB, AllocationKind.NOTEBOOK),
-            starts_at__lte=at,
-            ends_at__gt=at,
+            ends_at__gt=at,  # held and freed since `at` (it may even have begun after it: a short job)
         )
         .values("gpu_id")
         .annotate(last=Max("ends_at"))

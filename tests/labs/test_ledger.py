@@ -82,6 +82,15 @@ def test_a_gpu_taken_by_a_pass_that_began_before_it_was_freed_starts_at_the_free
     assert row.starts_at == freed
     assert share_violations() == []
 
+    # A short job that both began and ended after the pass's `now` (bench_portal saw this): the same.
+    allocations_close(ref=Ref.notebook(7), at=pass_began + dt.timedelta(seconds=5))
+    job_began, job_ended = pass_began + dt.timedelta(seconds=6), pass_began + dt.timedelta(seconds=8)
+    allocation_open(ref=Ref.job(2, 1), user_id=owner.pk, shares=[GpuShare(gpu.pk)], at=job_began)
+    allocations_close(ref=Ref.job(2, 1), at=job_ended)
+    [row] = allocation_open(ref=Ref.notebook(10), user_id=owner.pk, shares=[GpuShare(gpu.pk)], at=pass_began)
+    assert row.starts_at == job_ended
+    assert share_violations() == []
+
     # A GPU that was free all along is taken from the pass's `now`; so is a share beside a holder still running.
     other = NodeFactory(name="gpu02").gpus.get()
     [row] = allocation_open(
