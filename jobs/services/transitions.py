@@ -64,6 +64,26 @@ def _after_attempt(job: Job, now: dt.datetime) -> dict[str, Any]:
     }
 
 
+def _requeue(job: Job, *, why: str, reason: str, now: dt.datetime) -> bool:
+    """The attempt is over but the job is not: back to the queue as the next attempt (it resumes from a checkpoint)."""
+    attempt = job.attempt
+    return transition(
+        job,
+        to=JobState.QUEUED,
+        why=f"attempt {attempt} {why}; queued again as attempt {attempt + 1}",
+        now=now,
+        attempt_to=attempt + 1,
+        queued_since=now,
+        node_names=[],
+        gpu_indices=[],
+        started_at=None,
+        running_at=None,
+        reason=reason,
+        position=None,
+        **_after_attempt(job, now),
+    )
+
+
 def job_mark_running(*, job: Job, reason: str = "", now: dt.datetime | None = None) -> bool:
     now = now or timezone.now()
     if job.state != JobState.STARTING:
@@ -117,21 +137,7 @@ def job_stop_done(*, job: Job, now: dt.datetime | None = None) -> bool:
     with transaction.atomic():
         if job.stop_reason == StopReason.PREEMPTED:
             note = job.stop_note or "preempted"
-            moved = transition(
-                job,
-                to=JobState.QUEUED,
-                why=f"attempt {attempt} preempted: {note}; queued again as attempt {attempt + 1}",
-                now=now,
-                attempt_to=attempt + 1,
-                queued_since=now,
-                node_names=[],
-                gpu_indices=[],
-                started_at=None,
-                running_at=None,
-                reason="queued again after preemption",
-                position=None,
-                **_after_attempt(job, now),
-            )
+            moved = _requeue(job, why=f"preempted: {note}", reason="queued again after preemption", now=now)
         else:
             moved = transition(
                 job,
@@ -163,21 +169,7 @@ def job_lost(*, job: Job, why: str, now: dt.datetime | None = None) -> str:
         return "failed" if job_finish(job=job, succeeded=False, message=why, now=now) else "raced"
     attempt = job.attempt
     with transaction.atomic():
-        if not transition(
-            job,
-            to=JobState.QUEUED,
-            why=f"attempt {attempt} lost: {why}; queued again as attempt {attempt + 1}",
-            now=now,
-            attempt_to=attempt + 1,
-            queued_since=now,
-            node_names=[],
-            gpu_indices=[],
-            started_at=None,
-            running_at=None,
-            reason="queued again: the cluster lost its last attempt",
-            position=None,
-            **_after_attempt(job, now),
-        ):
+        if not _requeue(job, why=f"lost: {why}", reason="queued again: the cluster lost its last attempt", now=now):
             return "raced"
         close_allocations(job.pk, attempt, at=now, reason="job attempt lost")
         enqueue.schedule_pass_after_commit()
