@@ -7,7 +7,7 @@
 #   dst-autumn    Sunday 25 Oct 2026 02:55 CEST (03:00 CEST becomes 02:00 CET five minutes in)
 #   dst-spring    Sunday 29 Mar 2026 01:55 CET (02:00 CET becomes 03:00 CEST five minutes in)
 #   cpu-hog       the real clock, with one process spinning on a core for the whole run
-# Without drill names it runs them all. Needs Debian's faketime (libfaketime); PostgreSQL and Redis keep their own
+# Without drill names it runs them all. Needs Debian's faketime (libfaketime; installed when missing); PostgreSQL and Redis keep their own
 # clocks, so the tests must not compare the database's now() with Python's.
 # Under libfaketime a timed wait (threading.Event.wait(timeout), Lock.acquire(timeout)) never returns: glibc's
 # sem_clockwait is not faked. Test threads that loop use time.sleep, which is.
@@ -17,7 +17,13 @@ drills=(); while [ $# -gt 0 ] && [ "$1" != "--" ]; do drills+=("$1"); shift; don
 [ "${1:-}" = "--" ] && shift
 [ ${#drills[@]} -eq 0 ] && drills=(sunday-2330 monday-0000 dst-autumn dst-spring cpu-hog)
 lib=$(ls /usr/lib/*/faketime/libfaketimeMT.so.1 2>/dev/null | head -1)
-[ -n "$lib" ] || { echo "libfaketime is missing: apt-get install -y faketime" >&2; exit 2; }
+if [ -z "$lib" ]; then
+  echo "==> installing faketime (libfaketime)"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends faketime
+  lib=$(ls /usr/lib/*/faketime/libfaketimeMT.so.1 2>/dev/null | head -1)
+  [ -n "$lib" ] || { echo "libfaketime is missing and could not be installed: apt-get install -y faketime" >&2; exit 2; }
+fi
 python=${PYTHON:-.venv/bin/python}
 declare -A start=(
   [sunday-2330]="2026-11-29 22:30:00" [monday-0000]="2026-11-29 23:00:00"
