@@ -119,6 +119,24 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
             raise refused("the token answer has no ID token")
         return token_info
 
+    def retrieve_matching_jwk(self, token):
+        """The IdP's key for this token: the one with the token's `kid`; without a kid, the only key there is."""
+        response = requests.get(self.OIDC_OP_JWKS_ENDPOINT, timeout=settings.OIDC_TIMEOUT)
+        response.raise_for_status()
+        keys = response.json().get("keys") or []
+        header = jwt.get_unverified_header(token)
+        candidates = [
+            key
+            for key in keys
+            if isinstance(key, dict)
+            and ("kid" not in header or key.get("kid") == header["kid"])
+            and key.get("alg", header.get("alg")) == header.get("alg")
+            and key.get("use", "sig") == "sig"
+        ]
+        if len(candidates) != 1:
+            raise refused(f"{len(candidates)} of the IdP's keys fit the ID token's header {header}")
+        return jwt.PyJWK(candidates[0])
+
     def _verify_jws(self, payload, key):
         """The signature (the library's check) and the claims the library leaves alone: iss, aud, exp, iat."""
         header = jwt.get_unverified_header(payload)
