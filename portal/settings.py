@@ -442,7 +442,7 @@ LDAP_TIMEOUT_S = envint("LDAP_TIMEOUT_S", 5, minimum=1, maximum=60)
 if LDAP_SERVER_URI and not (LDAP_USER_SEARCH_BASE and LDAP_GROUP_SEARCH_BASE):
     raise ImproperlyConfigured("LDAP_SERVER_URI needs LDAP_USER_SEARCH_BASE and LDAP_GROUP_SEARCH_BASE.")
 # The nightly sync (LDAP): everyone who ever signed in through LDAP gets their groups applied again, so a person
-# who left a course's group loses it without signing in. Hour and minute in the lab's time zone.
+# who left a course's group loses it without signing in. At SIGNIN_SYNC_HOUR:15 in Celery's zone (UTC).
 SIGNIN_SYNC_HOUR = envint("SIGNIN_SYNC_HOUR", 3, minimum=0, maximum=23)
 if LDAP_SERVER_URI:
     from celery.schedules import crontab

@@ -139,3 +139,15 @@ def test_without_ldap_the_backend_stays_out_of_the_way(client, settings):
     out = StringIO()
     call_command("signin_sync", "--json", stdout=out, stderr=StringIO())
     assert json.loads(out.getvalue()) == {"synced": 0, "gone": 0, "failed": 0}
+
+
+def test_a_stable_id_attribute_names_the_entry(client, slapd, dl101, settings):
+    settings.LDAP_USER_ID_ATTR = "entryUUID"
+    assert sign_in(client, "lena", "lena-password").status_code == 302
+    subject = ExternalIdentity.objects.get(user__username="lena").subject
+    import uuid
+
+    assert str(uuid.UUID(subject)) == subject  # the entry's entryUUID, not its DN
+    client.logout()
+    assert sign_in(client, "lena", "lena-password").status_code == 302  # found again by it
+    assert ExternalIdentity.objects.count() == 1 and User.objects.filter(username__startswith="lena").count() == 1

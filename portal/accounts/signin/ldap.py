@@ -45,7 +45,9 @@ def ldap_settings() -> LDAPSettings:
             "BIND_DN": settings.LDAP_BIND_DN,
             "BIND_PASSWORD": settings.LDAP_BIND_PASSWORD,
             "START_TLS": settings.LDAP_START_TLS,
-            "USER_SEARCH": LDAPSearch(settings.LDAP_USER_SEARCH_BASE, ldap.SCOPE_SUBTREE, settings.LDAP_USER_FILTER),
+            "USER_SEARCH": LDAPSearch(
+                settings.LDAP_USER_SEARCH_BASE, ldap.SCOPE_SUBTREE, settings.LDAP_USER_FILTER, attrlist
+            ),
             "USER_ATTRLIST": attrlist,
             "USER_ATTR_MAP": {"first_name": "givenName", "last_name": "sn", "email": "mail"},
             "GROUP_SEARCH": LDAPSearch(
