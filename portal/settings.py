@@ -462,7 +462,7 @@ SIGNIN_ROLE_GROUPS = envstr("SIGNIN_ROLE_GROUPS", "")
 SIGNIN_DEFAULT_ROLE = envchoice("SIGNIN_DEFAULT_ROLE", "student", ("student", "teacher"))
 # Course groups: regular expressions (whitespace-separated) with the named groups code, part and optionally term.
 SIGNIN_COURSE_PATTERNS = envstr(
-    "SIGNIN_COURSE_PATTERNS", r"^course-(?P<code>[a-z0-9][a-z0-9._]*)-(?P<term>\d{4}[a-z])-(?P<part>students|teachers)$"
+    "SIGNIN_COURSE_PATTERNS", r"^course-(?P<code>[a-z0-9][a-z0-9._]*)-(?P<term>\d{4}[a-z])-(?P<part>[a-z]+)$"
 )
 
 # Each answers only when configured (the LDAP one with LDAP_SERVER_URI, the OIDC one on its callback).

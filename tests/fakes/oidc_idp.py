@@ -148,6 +148,13 @@ class MockIdP:
 # --- a provider that hands out the tokens a test asks for ----------------------------------------------------------
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that gave up (the portal's time-out) is what the slow-IdP test wants
+
+
 class CraftedIdP:
     """Discovery, JWKS, an authorization endpoint that redirects back at once, and a token endpoint whose ID token
     is built from `claims` (defaults: valid) and signed with `signing_key` (default: the published key)."""
@@ -164,7 +171,8 @@ class CraftedIdP:
         self.sign_with_other_key = False
         self.nonce_override: str | None = None
         self.groups: list[str] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.token_gate: threading.Event | None = None  # set: the token endpoint waits for it (a slow IdP)
+        self.server = _QuietServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
         self.thread.start()
@@ -241,6 +249,8 @@ class CraftedIdP:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
+                if idp.token_gate is not None:
+                    idp.token_gate.wait(30)
                 form = {key: values[0] for key, values in parse_qs(body).items()}
                 request = idp.codes.pop(form.get("code", ""), None)
                 if urlsplit(self.path).path != "/token" or request is None:

@@ -142,3 +142,12 @@ def test_an_admin_changing_the_role_in_the_console_takes_it_over(client):
     assert response.status_code == 302, response.content.decode()[:2000]
     person.refresh_from_db()
     assert (person.role, person.role_source) == (Role.TEACHER, RoleSource.MANUAL)
+
+
+def test_a_course_part_the_portal_has_not_is_skipped(caplog):
+    user = UserFactory(role_source=RoleSource.IDP)
+    CourseFactory(code="DL-101", term="2026W")
+    with caplog.at_level("INFO", logger="portal.signin"):
+        changes = signin_groups_apply(user=user, groups=["course-dl101-2026w-alumni"])
+    assert changes.added == [] and not Enrollment.objects.exists()
+    assert "names a course part the portal has not ('alumni')" in caplog.text

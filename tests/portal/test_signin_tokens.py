@@ -98,3 +98,17 @@ def test_a_token_without_expiry_is_refused(client, crafted):
 def test_groups_that_are_not_a_list_are_refused(client, crafted):
     crafted.overrides = {"groups": {"admin": True}}
     assert refused(client, go(client))
+
+
+def test_a_token_endpoint_that_does_not_answer_gives_the_not_answering_page(client, crafted, settings):
+    import threading
+
+    settings.OIDC_TIMEOUT = 1
+    crafted.token_gate = threading.Event()
+    try:
+        response = go(client)
+    finally:
+        crafted.token_gate.set()
+    assert response.status_code == 503
+    assert "Example University is not answering right now" in response.content.decode()
+    assert "_auth_user_id" not in client.session and not User.objects.filter(username="crafted").exists()

@@ -8,8 +8,9 @@ Settings (read at every call, so the admin's changes apply at the next sign-in):
 - ``SIGNIN_COURSE_PATTERNS``: regular expressions separated by whitespace, matched against each group name without
   regard to case, each with the named groups ``code`` (the course code: compared with the portal's ignoring case,
   dashes, dots and underscores, so ``dl101`` is ``DL-101``), ``part`` (a word of COURSE_PARTS: ``students``,
-  ``teachers``) and optionally ``term`` (then the course's term field must equal it, e.g. ``2026W``: last year's
-  group does not give this year's course). The default reads ``course-dl101-2026w-students``.
+  ``teachers``; a group naming another part is logged and skipped) and optionally ``term`` (then the course's term
+  field must equal it, e.g. ``2026W``: last year's group does not give this year's course). The default reads
+  ``course-dl101-2026w-students``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def map_groups(groups: Iterable[str], *, who: str = "") -> GroupMapping:
                 continue
             place = COURSE_PARTS.get(match.group("part").lower())
             if place is None:
-                logger.warning("sign-in group %r names an unknown course part %r", group, match.group("part"))
+                logger.info("sign-in group %r names a course part the portal has not (%r)", group, match.group("part"))
                 break
             term = match.groupdict().get("term") or ""
             places.append(CourseGroup(group=group, code=match.group("code"), term=term, place=place))
