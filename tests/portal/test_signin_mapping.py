@@ -151,3 +151,44 @@ def test_a_course_part_the_portal_has_not_is_skipped(caplog):
         changes = signin_groups_apply(user=user, groups=["course-dl101-2026w-alumni"])
     assert changes.added == [] and not Enrollment.objects.exists()
     assert "names a course part the portal has not ('alumni')" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_first_sign_ins_at_once_make_one_account_and_two_people_two():
+    """Two tabs signing the same new person in at once, and two new people proposing the same name at once."""
+    import threading
+
+    from django.db import connection
+
+    from portal.accounts.models import ExternalIdentity, User
+    from portal.accounts.signin.services import external_identity_sign_in
+
+    def race(subjects):
+        barrier = threading.Barrier(len(subjects))
+        results, errors = [], []
+
+        def sign_in(subject):
+            try:
+                barrier.wait(10)
+                user = external_identity_sign_in(
+                    kind="oidc", issuer="https://idp.example", subject=subject, username="twin", groups=[]
+                )
+                results.append(user.pk)
+            except Exception as exc:
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=sign_in, args=(subject,)) for subject in subjects]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert not errors, errors
+        return results
+
+    same = race(["s-1", "s-1"])
+    assert len(set(same)) == 1 and ExternalIdentity.objects.filter(subject="s-1").count() == 1
+    others = race(["s-2", "s-3"])
+    assert len(set(others)) == 2
+    assert set(User.objects.values_list("username", flat=True)) == {"twin", "twin-2", "twin-3"}

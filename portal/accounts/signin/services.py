@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.accounts.models import (
@@ -154,6 +154,30 @@ def _free_username(proposed: str) -> str:
     return name
 
 
+def _identity_create(*, kind: str, issuer: str, subject: str, username: str, user: User | None) -> ExternalIdentity:
+    """The identity's first sign-in: its account (new unless given) and the link. Two first sign-ins of one person at
+    once (two tabs): the second finds the first's identity instead of failing on the unique constraint."""
+    for _attempt in range(3):
+        try:
+            with transaction.atomic():  # a savepoint: a lost race leaves the outer transaction usable
+                account = user
+                if account is None:
+                    account = User(
+                        username=_free_username(username),
+                        role=settings.SIGNIN_DEFAULT_ROLE,
+                        role_source=RoleSource.IDP,
+                    )
+                    account.set_unusable_password()
+                    account.save()
+                    logger.info("sign-in: new account %s for %s at %s", account.username, subject, issuer)
+                return ExternalIdentity.objects.create(user=account, kind=kind, issuer=issuer, subject=subject)
+        except IntegrityError:
+            existing = ExternalIdentity.objects.select_for_update().filter(issuer=issuer, subject=subject).first()
+            if existing is not None:
+                return existing
+    raise IntegrityError(f"could not link {subject} at {issuer} to an account")
+
+
 @transaction.atomic
 def external_identity_sign_in(
     *,
@@ -175,14 +199,7 @@ def external_identity_sign_in(
     groups = [str(group) for group in groups]
     identity = ExternalIdentity.objects.select_for_update().filter(issuer=issuer, subject=subject).first()
     if identity is None:
-        if user is None:
-            user = User(
-                username=_free_username(username), role=settings.SIGNIN_DEFAULT_ROLE, role_source=RoleSource.IDP
-            )
-            user.set_unusable_password()
-            user.save()
-            logger.info("sign-in: new account %s for %s at %s", user.username, subject, issuer)
-        identity = ExternalIdentity.objects.create(user=user, kind=kind, issuer=issuer, subject=subject)
+        identity = _identity_create(kind=kind, issuer=issuer, subject=subject, username=username, user=user)
     user = identity.user
     fields = {"email": email, "first_name": first_name[:150], "last_name": last_name[:150]}
     changed = [name for name, value in fields.items() if value and getattr(user, name) != value]
