@@ -96,3 +96,30 @@ def test_a_student_signs_in_at_the_university_and_opens_a_notebook_with_no_secon
     ).json()
     assert hub_user["admin"] is False and session.server_name in hub_user["servers"]
     lab.close()
+
+
+def test_when_the_university_is_down_people_read_why_and_staff_still_sign_in(live_server, settings, page):
+    import socket
+
+    from tests.factories import PASSWORD, UserFactory
+
+    with socket.socket() as probe:  # a port nothing listens on: the IdP is down
+        probe.bind(("127.0.0.1", 0))
+        settings.OIDC_PROVIDER_URL = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    settings.OIDC_PROVIDER_NAME = "Example University"
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = "gpu-portal", "portal-secret"
+    settings.OIDC_DISCOVERY_CACHE_S = 0
+    settings.LOCAL_LOGIN = "staff"
+    UserFactory(username="root", role=Role.ADMIN)
+
+    page.goto(live_server.url + "/login/")
+    page.get_by_role("link", name="Sign in with Example University").click()
+    expect(page.get_by_test_id("signin-failed")).to_contain_text(
+        "The sign-in of Example University is not answering right now"
+    )
+    page.get_by_role("link", name="Back to the sign-in page").click()
+    page.get_by_label("Username").fill("root")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(live_server.url + "/")
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
