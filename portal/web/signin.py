@@ -21,13 +21,7 @@ logger = logging.getLogger("portal.signin")
 
 
 def signin_failed(request: HttpRequest, sentence: str, *, status: int = 400) -> HttpResponse:
-    context = {
-        "sentence": sentence,
-        "provider_name": settings.OIDC_PROVIDER_NAME,
-        "local_login": settings.LOCAL_LOGIN != "off",
-        "retry_url": reverse("oidc_start"),
-    }
-    return render(request, "auth/signin_failed.html", context, status=status)
+    return render(request, "auth/signin_failed.html", {"sentence": sentence}, status=status)
 
 
 class OIDCStartView(OIDCAuthenticationRequestView):

@@ -33,11 +33,14 @@ class SigninError(Exception):
 
 
 def idp_unreachable() -> SigninError:
-    return SigninError(
-        f"The sign-in of {settings.OIDC_PROVIDER_NAME} is not answering right now. Try again in a few minutes; "
-        "lab staff can still sign in with their password.",
-        status=503,
-    )
+    sentence = f"The sign-in of {settings.OIDC_PROVIDER_NAME} is not answering right now. Try again in a few minutes"
+    if settings.LDAP_SERVER_URI:
+        sentence += f", or sign in with your {settings.LDAP_PROVIDER_NAME} password."
+    elif settings.LOCAL_LOGIN != "off":
+        sentence += "; lab staff can still sign in with their password."
+    else:
+        sentence += "."
+    return SigninError(sentence, status=503)
 
 
 def oidc_enabled() -> bool:
