@@ -21,12 +21,19 @@ RUN groupadd --system --gid 10001 portal \
 
 WORKDIR /app
 
-# Dependencies first, read from pyproject.toml, so this layer is reused until they change.
+# Dependencies first, read from pyproject.toml, so this layer is reused until they change. python-ldap (the LDAP
+# sign-in) has no wheel: it builds against libldap and libsasl's headers, which go again afterwards (the libraries
+# themselves stay).
 COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libldap-2.5-0 libsasl2-2 gcc libldap2-dev libsasl2-dev \
+ && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
         > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt \
- && rm /tmp/requirements.txt
+ && rm /tmp/requirements.txt \
+ && apt-get purge -y gcc libldap2-dev libsasl2-dev \
+ && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/*
 
 COPY . .
 RUN pip install --no-cache-dir . \

@@ -12,6 +12,7 @@ from labs.telemetry import urls as telemetry_urls
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
+from portal.web import signin
 from portal.web import views as web
 
 admin.site.site_header = "GPU Lab Portal — admin console"
@@ -36,6 +37,8 @@ api_v1 = [
 urlpatterns = [
     path("", web.dashboard, name="dashboard"),
     path("login/", web.LoginView.as_view(), name="login"),
+    path("login/oidc/", signin.OIDCStartView.as_view(), name="oidc_start"),
+    path("login/oidc/callback/", signin.OIDCCallbackView.as_view(), name="oidc_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/", web.account, name="account"),
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),

@@ -15,6 +15,13 @@ command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # kubectl: its Kustomize renders deploy/ for tests/deploy.
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+# LDAP sign-in: python-ldap builds against libldap2-dev and libsasl2-dev (no wheel on PyPI); the tests start a real
+# slapd on loopback and load its directory with ldap-utils.
+[ -e /usr/include/ldap.h ] || missing+=(libldap2-dev)
+[ -e /usr/include/sasl/sasl.h ] || missing+=(libsasl2-dev)
+command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || missing+=(slapd)
+command -v ldapadd >/dev/null 2>&1 || missing+=(ldap-utils)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.db.models import Count
 
-from portal.accounts.models import Course, Enrollment, Quota, User
+from portal.accounts.models import Course, Enrollment, ExternalIdentity, Quota, RoleSource, TeachingSource, User
 
 
 class _QuotaInline(admin.StackedInline):
@@ -22,32 +22,48 @@ class EnrollmentInline(admin.TabularInline):
     extra = 0
     autocomplete_fields = ["user", "course"]
     readonly_fields = ["enrolled_at"]
+    fields = ["user", "course", "source", "enrolled_at"]
+
+
+class ExternalIdentityInline(admin.TabularInline):
+    model = ExternalIdentity
+    extra = 0
+    fields = ["kind", "issuer", "subject", "groups", "last_seen_at"]
+    readonly_fields = ["groups", "last_seen_at"]
 
 
 @admin.register(User)
 class UserAdmin(DjangoUserAdmin):
-    list_display = ["username", "full_name", "email", "role", "is_active", "last_login"]
-    list_filter = ["role", "is_active", "courses_enrolled", "courses_taught"]
+    list_display = ["username", "full_name", "email", "role", "role_source", "is_active", "last_login"]
+    list_filter = ["role", "role_source", "is_active", "courses_enrolled", "courses_taught"]
     search_fields = ["username", "first_name", "last_name", "email"]
     fieldsets = (
-        (None, {"fields": ("username", "password", "role")}),
+        (None, {"fields": ("username", "password", "role", "role_source")}),
         ("Person", {"fields": ("first_name", "last_name", "email")}),
         ("Access", {"fields": ("is_active", "is_superuser", "groups"), "classes": ["collapse"]}),
         ("Dates", {"fields": ("last_login", "date_joined"), "classes": ["collapse"]}),
     )
     add_fieldsets = ((None, {"classes": ["wide"], "fields": ("username", "role", "password1", "password2")}),)
     readonly_fields = ["last_login", "date_joined"]
-    inlines = [QuotaInline, EnrollmentInline]
+    inlines = [QuotaInline, EnrollmentInline, ExternalIdentityInline]
     actions = ["make_students", "make_teachers", "deactivate"]
 
     @admin.display(description="Name")
     def full_name(self, obj):
         return obj.get_full_name()
 
+    def save_model(self, request, obj, form, change):
+        # A role an admin sets by hand is theirs: the sign-in's groups leave it alone from now on (unless the admin
+        # hands it back by choosing "From the sign-in's groups").
+        if change and "role" in form.changed_data and "role_source" not in form.changed_data:
+            obj.role_source = RoleSource.MANUAL
+        super().save_model(request, obj, form, change)
+
     def _set_role(self, request, queryset, role):
-        # save() per user so is_staff follows the role.
+        # save() per user so is_staff follows the role; set by hand, the groups leave it alone.
         for user in queryset:
             user.role = role
+            user.role_source = RoleSource.MANUAL
             user.save()
         self.message_user(request, f"{queryset.count()} people are now {role}s.")
 
@@ -72,7 +88,7 @@ class CourseQuotaInline(_QuotaInline):
 
 @admin.register(Course)
 class CourseAdmin(admin.ModelAdmin):
-    list_display = ["code", "name", "term_start", "term_end", "student_count"]
+    list_display = ["code", "name", "term", "term_start", "term_end", "student_count"]
     list_filter = ["term_end"]
     search_fields = ["code", "name"]
     date_hierarchy = "term_start"
@@ -89,8 +105,8 @@ class CourseAdmin(admin.ModelAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
-    list_display = ["user", "course", "enrolled_at"]
-    list_filter = ["course"]
+    list_display = ["user", "course", "source", "enrolled_at"]
+    list_filter = ["source", "course"]
     search_fields = ["user__username", "course__code"]
     autocomplete_fields = ["user", "course"]
 
@@ -106,3 +122,24 @@ class QuotaAdmin(admin.ModelAdmin):
         ("Limits (blank = inherit)", {"fields": Quota.LIMIT_FIELDS}),
         (None, {"fields": ("note",)}),
     )
+
+
+@admin.register(ExternalIdentity)
+class ExternalIdentityAdmin(admin.ModelAdmin):
+    """Who is who at the university's sign-in. Add a row to link an existing account to its university identity."""
+
+    list_display = ["user", "kind", "issuer", "subject", "last_seen_at"]
+    list_filter = ["kind", "issuer"]
+    search_fields = ["user__username", "subject"]
+    autocomplete_fields = ["user"]
+    readonly_fields = ["groups", "created_at", "last_seen_at"]
+
+
+@admin.register(TeachingSource)
+class TeachingSourceAdmin(admin.ModelAdmin):
+    """Teachers the sign-in's groups (or a roster) put in a course; those named by hand have no row here."""
+
+    list_display = ["user", "course", "source", "added_at"]
+    list_filter = ["source", "course"]
+    search_fields = ["user__username", "course__code"]
+    autocomplete_fields = ["user", "course"]

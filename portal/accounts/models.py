@@ -18,6 +18,11 @@ class Role(models.TextChoices):
     ADMIN = "admin", "Admin"
 
 
+class RoleSource(models.TextChoices):
+    MANUAL = "manual", "Set by hand"
+    IDP = "idp", "From the sign-in's groups"
+
+
 class PortalUserManager(UserManager):
     def create_superuser(self, username, email=None, password=None, **extra_fields):
         extra_fields.setdefault("role", Role.ADMIN)
@@ -26,6 +31,14 @@ class PortalUserManager(UserManager):
 
 class User(AbstractUser):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT, db_index=True)
+    # Who decides the role: an admin (by hand: the sign-in's group mapping leaves it alone) or the groups the
+    # university's sign-in reports (set at every sign-in). Accounts the sign-in creates start as "idp".
+    role_source = models.CharField(
+        max_length=8,
+        choices=RoleSource.choices,
+        default=RoleSource.MANUAL,
+        help_text="“From the sign-in's groups”: the role follows the university's groups at every sign-in.",
+    )
 
     objects = PortalUserManager()
 
@@ -76,6 +89,11 @@ class Course(models.Model):
     name = models.CharField(max_length=200)
     term_start = models.DateField()
     term_end = models.DateField(help_text="Students lose the access this course gives them after this day.")
+    # The term's name as the university's groups spell it (e.g. 2026W in course-dl101-2026w-students): the sign-in
+    # maps a group to this course only when the group's term is this one. Blank: groups that name no term.
+    term = models.CharField(
+        max_length=16, blank=True, help_text="The term as the university's groups name it, e.g. 2026W."
+    )
     teachers = models.ManyToManyField(User, related_name="courses_taught", blank=True)
     students = models.ManyToManyField(User, through="Enrollment", related_name="courses_enrolled", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -99,10 +117,19 @@ class Course(models.Model):
         return self.term_start <= day <= self.term_end
 
 
+class MembershipSource(models.TextChoices):
+    """Where a place in a course came from: the sign-in's group mapping adds and removes only its own."""
+
+    MANUAL = "manual", "By hand"
+    IDP = "idp", "The sign-in's groups"
+    ROSTER = "roster", "A course roster"
+
+
 class Enrollment(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="enrollments")
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrollments")
     enrolled_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=8, choices=MembershipSource.choices, default=MembershipSource.MANUAL)
 
     class Meta:
         ordering = ["course__code", "user__username"]
@@ -110,6 +137,51 @@ class Enrollment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.course.code}"
+
+
+class TeachingSource(models.Model):
+    """Where a teacher's place in a course (Course.teachers) came from, when not by hand.
+
+    Course.teachers stays the one truth of who teaches; a row here says the sign-in's groups (or a roster) put
+    them there, so the mapping removes only those it added and never a teacher an admin named by hand."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="teaching_sources")
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="teaching_sources")
+    source = models.CharField(max_length=8, choices=MembershipSource.choices)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "course"], name="teaching_source_once_per_course")]
+
+    def __str__(self) -> str:
+        return f"{self.user} teaches {self.course.code} ({self.source})"
+
+
+class ExternalIdentity(models.Model):
+    """An account at the university's sign-in (an OpenID Connect issuer, or an LDAP directory) and whose it is.
+
+    People are matched by (issuer, subject) — the stable `sub` claim or a configured one, the LDAP entry — never by
+    e-mail or user name alone."""
+
+    class Kind(models.TextChoices):
+        OIDC = "oidc", "OpenID Connect"
+        LDAP = "ldap", "LDAP"
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="external_identities")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    issuer = models.CharField(max_length=255, help_text="The OIDC issuer URL, or the LDAP server's URI.")
+    subject = models.CharField(max_length=255, help_text="The stable claim (`sub`), or the LDAP entry (DN or id).")
+    groups = models.JSONField(default=list, blank=True, help_text="The groups the last sign-in or sync reported.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["issuer", "subject"]
+        verbose_name_plural = "external identities"
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_once")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer} → {self.user}"
 
 
 class Quota(models.Model):

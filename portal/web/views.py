@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -24,12 +25,26 @@ from portal.accounts.selectors import (
     token_of,
 )
 from portal.accounts.services import notice_dismiss, token_issue, token_revoke
+from portal.accounts.signin.oidc import oidc_enabled
+from portal.web.signin import oidc_start_url
 
 
 class LoginView(auth_views.LoginView):
     template_name = "auth/login.html"
     redirect_authenticated_user = True
     http_method_names = ["get", "post", "head", "options"]  # a form: no PUT standing in for POST
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        # "Sign in with <university>" first when configured; the password form for whom LOCAL_LOGIN (or LDAP) lets in.
+        context["oidc_enabled"] = oidc_enabled()
+        context["oidc_provider_name"] = settings.OIDC_PROVIDER_NAME
+        context["oidc_url"] = oidc_start_url(context.get("next") or "")
+        context["ldap_enabled"] = bool(settings.LDAP_SERVER_URI)
+        context["ldap_provider_name"] = settings.LDAP_PROVIDER_NAME
+        context["local_login"] = settings.LOCAL_LOGIN
+        context["password_form"] = settings.LOCAL_LOGIN != "off" or context["ldap_enabled"]
+        return context
 
     def form_invalid(self, form):
         # A failed sign-in is bad input: say so with a 400, and the form shows why.

@@ -29,3 +29,19 @@ def test_run_periodic_once_runs_the_reservation_tick(capsys):
     assert "reservations-tick: expired 1" in capsys.readouterr().out
     lapsed.refresh_from_db()
     assert lapsed.status == ReservationStatus.CANCELLED
+
+
+def test_run_periodic_runs_the_nightly_sign_in_sync_of_a_crontab(settings, capsys):
+    """With LDAP configured, beat's schedule has a crontab entry (the nightly sign-in sync): the embedded worker runs
+    it too, and knows when next."""
+    from celery.schedules import crontab
+
+    from portal.web.management.commands.run_periodic import _seconds_to_next
+
+    settings.CELERY_BEAT_SCHEDULE = {
+        "signin-sync": {"task": "portal.accounts.tasks.signin_sync", "schedule": crontab(hour=3, minute=15)}
+    }
+    call_command("run_periodic", "--once")
+    assert "signin-sync: {'synced': 0, 'gone': 0, 'failed': 0}" in capsys.readouterr().out
+    assert 0 < _seconds_to_next(crontab(hour=3, minute=15)) <= 24 * 3600
+    assert _seconds_to_next(60) == 60.0

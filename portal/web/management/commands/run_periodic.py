@@ -48,7 +48,16 @@ class Command(BaseCommand):
                         self.stdout.write(f"{name}: {result.result}")
                 except Exception:  # one failing task must not stop the others
                     log.exception("periodic task %s crashed", name)
-                due[name] = time.monotonic() + float(entry["schedule"])
+                due[name] = time.monotonic() + _seconds_to_next(entry["schedule"])
             if once:
                 return
             time.sleep(max(0.2, min(due.values()) - time.monotonic()))
+
+
+def _seconds_to_next(schedule) -> float:
+    """An interval in seconds, or a crontab's time to its next run (the nightly sign-in sync)."""
+    if isinstance(schedule, int | float):
+        return float(schedule)
+    from django.utils import timezone
+
+    return max(1.0, schedule.remaining_estimate(timezone.now()).total_seconds())
