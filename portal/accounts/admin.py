@@ -1,8 +1,10 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.core.exceptions import ValidationError
 from django.db.models import Count
 
-from portal.accounts.models import Course, Enrollment, Quota, User
+from portal.accounts.models import Course, CourseRole, Enrollment, Quota, User
+from portal.accounts.services import enrollment_set
 
 
 class _QuotaInline(admin.StackedInline):
@@ -89,10 +91,33 @@ class CourseAdmin(admin.ModelAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
-    list_display = ["user", "course", "enrolled_at"]
-    list_filter = ["course"]
+    list_display = ["user", "course", "role", "enrolled_at"]
+    list_filter = ["role", "course"]
     search_fields = ["user__username", "course__code"]
     autocomplete_fields = ["user", "course"]
+    actions = ["make_assistants", "make_students"]
+
+    def _set_role(self, request, queryset, role: str) -> None:
+        changed, refused = 0, []
+        for enrollment in queryset.select_related("user", "course"):
+            try:
+                _, did = enrollment_set(user=enrollment.user, course=enrollment.course, role=role)
+            except ValidationError as exc:
+                refused.append(f"{enrollment.user.username}: {'; '.join(exc.messages)}")
+                continue
+            changed += int(did)
+        label = "teaching assistants" if role == CourseRole.ASSISTANT else "students"
+        self.message_user(request, f"{changed} enrollments changed: now {label} of their course.")
+        if refused:
+            self.message_user(request, "Not changed: " + " · ".join(refused), level=messages.WARNING)
+
+    @admin.action(description="Make the selected people teaching assistants of their course")
+    def make_assistants(self, request, queryset):
+        self._set_role(request, queryset, CourseRole.ASSISTANT)
+
+    @admin.action(description="Make the selected people students of their course (no longer assistants)")
+    def make_students(self, request, queryset):
+        self._set_role(request, queryset, CourseRole.STUDENT)
 
 
 @admin.register(Quota)
