@@ -123,7 +123,7 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
         )
     if "\x00" in text:
         return [], [RosterProblem(1, "the file holds NUL characters: it is not a CSV text file.")]
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     problems: list[RosterProblem] = []
     try:
         header = next(reader, None)
