@@ -2,6 +2,8 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import ValidationError
 from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
 
 from portal.accounts.models import Course, CourseRole, Enrollment, Quota, User
 from portal.accounts.services import enrollment_set
@@ -74,7 +76,7 @@ class CourseQuotaInline(_QuotaInline):
 
 @admin.register(Course)
 class CourseAdmin(admin.ModelAdmin):
-    list_display = ["code", "name", "term_start", "term_end", "student_count"]
+    list_display = ["code", "name", "term_start", "term_end", "student_count", "roster_link"]
     list_filter = ["term_end"]
     search_fields = ["code", "name"]
     date_hierarchy = "term_start"
@@ -87,6 +89,10 @@ class CourseAdmin(admin.ModelAdmin):
     @admin.display(description="Students", ordering="student_total")
     def student_count(self, obj):
         return obj.student_total
+
+    @admin.display(description="Roster")
+    def roster_link(self, obj):
+        return format_html('<a href="{}">import / export</a>', reverse("roster", args=[obj.code]))
 
 
 @admin.register(Enrollment)
