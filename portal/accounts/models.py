@@ -124,9 +124,7 @@ class Enrollment(models.Model):
 
     def clean(self) -> None:
         if self.role == CourseRole.ASSISTANT and self.user_id and self.user.role != Role.STUDENT:
-            raise ValidationError(
-                {"role": f"{self.user.username} is a {self.user.role}; teaching assistants are students."}
-            )
+            raise ValidationError({"role": f"{self.user.username} is not a student; teaching assistants are students."})
 
 
 class Quota(models.Model):

@@ -19,7 +19,8 @@ import json
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Lower
 
 from portal.accounts.invitations import invitation_create
 from portal.accounts.models import Course, CourseRole, Enrollment, Role, User
@@ -228,10 +229,10 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
                 plan.invite.append(row)
             continue
         if user.pk in teachers or user.role != Role.STUDENT:
+            article = "an" if user.role == Role.ADMIN else "a"
+            what = f"teaches {course.code}" if user.pk in teachers else f"is {article} {user.role}"
             plan.problems.append(
-                RosterProblem(
-                    row.line, f"{user.username} is a {user.role}; a roster lists students and teaching assistants."
-                )
+                RosterProblem(row.line, f"{user.username} {what}; a roster lists students and teaching assistants.")
             )
             continue
         listed.add(user.pk)
@@ -248,14 +249,12 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
 
 
 def _emails_in_use(emails: list[str]) -> dict[str, str]:
+    """E-mail (lower case) -> the username of the account that has it, for the addresses given."""
     if not emails:
         return {}
-    found: dict[str, str] = {}
-    for email in emails:
-        owner = User.objects.filter(email__iexact=email).values_list("username", flat=True).first()
-        if owner:
-            found[email.lower()] = owner
-    return found
+    lowered = {email.lower() for email in emails}
+    accounts = User.objects.annotate(email_lower=Lower("email")).filter(email_lower__in=lowered)
+    return dict(accounts.order_by("pk").values_list("email_lower", "username").distinct())
 
 
 def roster_commit(
@@ -264,29 +263,47 @@ def roster_commit(
     """Import the roster: every change of the plan in one transaction, or nothing when a line is bad (InvalidInput
     naming each line) or the course changed since the preview that showed `fingerprint` (Conflict). New people get
     an account and, once committed, their invitation e-mail."""
-    with transaction.atomic():
-        Course.objects.select_for_update().get(pk=course.pk)  # one import of a course at a time
-        plan = roster_plan(course=course, data=data)
-        if plan.problems:
-            raise InvalidInput(
-                f"The roster has {len(plan.problems)} bad line{'s' if len(plan.problems) != 1 else ''}; "
-                "nothing was imported. Fix them and upload it again.",
-                fields={"file": "; ".join(str(p) for p in plan.problems[:20])},
-                problems=[{"line": p.line, "reason": p.reason} for p in plan.problems],
-            )
-        if fingerprint and fingerprint != plan.fingerprint:
-            raise Conflict("The course changed since your preview; look at the new preview before you confirm.")
-        for row in plan.invite:
-            user = User(username=row.username, email=row.email, first_name=row.first_name, last_name=row.last_name)
-            user.set_unusable_password()
-            user.save()
-            enrollment_set(user=user, course=course, role=row.role)
-            invitation_create(user=user, course=course, by=by, link_base=link_base)
-        for row in (*plan.add, *plan.change):
-            enrollment_set(user=User.objects.get(username=row.username), course=course, role=row.role)
-        for username, _role in plan.remove:
-            enrollment_remove(user=User.objects.get(username=username), course=course)
+    try:
+        with transaction.atomic():
+            Course.objects.select_for_update().get(pk=course.pk)  # one import of a course at a time
+            plan = roster_plan(course=course, data=data)
+            _refuse_bad(plan, fingerprint)
+            _apply(plan, course=course, by=by, link_base=link_base)
+    except IntegrityError:
+        # An account of the same name was made meanwhile by another path (the admin console, a sign-in).
+        raise Conflict(
+            "Someone was added to the portal meanwhile; upload the roster again for a new preview."
+        ) from None
     return plan
+
+
+def _refuse_bad(plan: RosterPlan, fingerprint: str) -> None:
+    if plan.problems:
+        count = len(plan.problems)
+        raise InvalidInput(
+            f"The roster has {count} bad line{'s' if count != 1 else ''}; nothing was imported. "
+            "Fix them and upload it again.",
+            fields={"file": "; ".join(str(p) for p in plan.problems[:20])},
+            problems=[{"line": p.line, "reason": p.reason} for p in plan.problems],
+        )
+    if fingerprint and fingerprint != plan.fingerprint:
+        raise Conflict("The course changed since your preview; look at the new preview before you confirm.")
+
+
+def _apply(plan: RosterPlan, *, course: Course, by: User, link_base: str) -> None:
+    # Every enrollment goes through enrollment_set (the one write; the place that records where it came from).
+    for row in plan.invite:
+        user = User(username=row.username, email=row.email, first_name=row.first_name, last_name=row.last_name)
+        user.set_unusable_password()
+        user.save()
+        enrollment_set(user=user, course=course, role=row.role)
+        invitation_create(user=user, course=course, by=by, link_base=link_base)
+    names = [row.username for row in (*plan.add, *plan.change)] + [username for username, _ in plan.remove]
+    users = {user.username: user for user in User.objects.filter(username__in=names)}
+    for row in (*plan.add, *plan.change):
+        enrollment_set(user=users[row.username], course=course, role=row.role)
+    for username, _role in plan.remove:
+        enrollment_remove(user=users[username], course=course)
 
 
 def roster_export(*, course: Course) -> str:

@@ -66,7 +66,8 @@ def enrollment_set(*, user: User, course: Course, role: str = CourseRole.STUDENT
     if role not in CourseRole.values:
         raise ValidationError({"role": f"Unknown course role {role!r}; use one of {', '.join(CourseRole.values)}."})
     if role == CourseRole.ASSISTANT and user.role != Role.STUDENT:
-        raise ValidationError({"role": f"{user.username} is a {user.role}; teaching assistants are students."})
+        article = "an" if user.role == Role.ADMIN else "a"
+        raise ValidationError({"role": f"{user.username} is {article} {user.role}; teaching assistants are students."})
     enrollment, created = Enrollment.objects.select_for_update().get_or_create(
         user=user, course=course, defaults={"role": role}
     )

@@ -129,7 +129,7 @@ def test_bad_lines_are_each_named_and_nothing_is_imported(client, dl):
         "Line 5: the role &#x27;professor&#x27; is neither student nor assistant.",
         "Line 6: al is listed twice (first on line 2).",
         "Line 7: hal is not known to the portal and has no e-mail to invite.",
-        "Line 8: ada is a teacher; a roster lists students and teaching assistants.",
+        "Line 8: ada teaches DL-101; a roster lists students and teaching assistants.",
         "Line 9: 2 cells where the header names 3 columns.",
         "Line 10: bea@uni.example belongs to the account bea; list that username instead.",
     ]
@@ -317,3 +317,16 @@ def test_an_invitation_that_cannot_be_sent_tells_the_teacher(dl, settings, djang
     assert done.status_code == 200 and roster_now(dl) == AFTER  # the roster is in
     notice = Notice.objects.get(user__username="ada")
     assert "invitation e-mail to eli <eli@uni.example> for DL-101 could not be sent" in notice.text
+
+
+def test_a_teacher_or_admin_is_no_roster_line(dl):
+    UserFactory(username="eve", role="teacher")
+    UserFactory(username="root", role="admin")
+    plan = api("ada").post(
+        "/api/v1/courses/DL-101/roster/preview/", {"csv": "username\nal\neve\nroot\n"}, format="json"
+    )
+    assert plan.status_code == 200
+    assert plan.json()["problems"] == [
+        {"line": 3, "reason": "eve is a teacher; a roster lists students and teaching assistants."},
+        {"line": 4, "reason": "root is an admin; a roster lists students and teaching assistants."},
+    ]
