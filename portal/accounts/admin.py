@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -84,7 +84,8 @@ class CourseAdmin(admin.ModelAdmin):
     inlines = [CourseQuotaInline, EnrollmentInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(student_total=Count("enrollments", distinct=True))
+        students = Count("enrollments", filter=Q(enrollments__role=CourseRole.STUDENT), distinct=True)
+        return super().get_queryset(request).annotate(student_total=students)
 
     @admin.display(description="Students", ordering="student_total")
     def student_count(self, obj):
