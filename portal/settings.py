@@ -192,6 +192,29 @@ NUM_PROXIES = envint("NUM_PROXIES", 0, minimum=0, maximum=5)
 # API tokens are valid this many days from when they were made (0 = until revoked); a new password revokes them.
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
 
+# --- Rosters and their invitation e-mail (portal/accounts/rosters.py, invitations.py) ---------------------
+# A roster file (CSV) is refused above this size or row count: 1 MiB holds some 10,000 students.
+ROSTER_MAX_BYTES = envint("ROSTER_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=20 * 1024 * 1024)
+ROSTER_MAX_ROWS = envint("ROSTER_MAX_ROWS", 5000, minimum=1, maximum=100000)
+# The one-time sign-in link of an invitation works once, for this many hours.
+ROSTER_INVITE_TTL_HOURS = envint("ROSTER_INVITE_TTL_HOURS", 72, minimum=1, maximum=24 * 30)
+# The portal's address as people reach it, for links in e-mail ("https://gpulab.example.edu"); blank: the address
+# of the request that imported the roster.
+PORTAL_BASE_URL = (envstr("PORTAL_BASE_URL", "") or "").rstrip("/")
+# Django's e-mail framework: SMTP in production, the console (the run command's terminal) with DEBUG on.
+EMAIL_BACKEND = envstr(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", default=False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1, maximum=300)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "GPU Lab <gpulab@localhost>")
+
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes anonymous API calls a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -229,6 +252,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "NodeStatusEnum": "labs.models.NodeStatus",
         "ReservationStatusEnum": "labs.models.ReservationStatus",
+        "CourseRoleEnum": "portal.accounts.models.CourseRole",  # a roster's student or teaching assistant
+        "CoursePartEnum": ["student", "assistant", "teacher"],  # /me/'s part in each course
     },
 }
 

@@ -10,9 +10,11 @@ from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
 from labs.telemetry import urls as telemetry_urls
 from portal import ops
+from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
 from portal.web import signin
+from portal.web import rosters
 from portal.web import views as web
 
 admin.site.site_header = "GPU Lab Portal — admin console"
@@ -23,6 +25,8 @@ api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
+    path("courses/<str:code>/roster/", rosters_api.RosterApi.as_view(), name="roster"),
+    path("courses/<str:code>/roster/preview/", rosters_api.RosterPreviewApi.as_view(), name="roster-preview"),
     path("", include(reservations_urls.api_urlpatterns)),
     path("", include(telemetry_urls.api_urlpatterns)),
     path("", include(notebooks_urls.api_urlpatterns)),
@@ -44,6 +48,12 @@ urlpatterns = [
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
+    path("courses/<str:code>/roster/", rosters.roster_page, name="roster"),
+    path("courses/<str:code>/roster/preview/", rosters.roster_preview, name="roster-preview"),
+    path("courses/<str:code>/roster/import/", rosters.roster_import, name="roster-import"),
+    path("courses/<str:code>/roster.csv", rosters.roster_csv, name="roster-csv"),
+    path("courses/<str:code>/roster/<str:username>/invite/", rosters.roster_reinvite, name="roster-reinvite"),
+    path("invite/<str:token>/", rosters.invitation_page, name="roster-invite"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
     path("lab/nodes/<str:name>/", labs_views.node_detail, name="node_detail"),
     path("", include(telemetry_urls.urlpatterns)),

@@ -7,6 +7,9 @@ from rest_framework.test import APIClient
 from tests.factories import PASSWORD, UserFactory
 
 ROLES = ("anonymous", "student", "teacher", "admin")
+# The role matrix's fifth role: a student who is the teaching assistant of a course (user_of_role("assistant")).
+# The tests that index their expectations by ROLES keep four; tests/test_role_matrix.py checks all five.
+ROLES_WITH_ASSISTANT = (*ROLES, "assistant")
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -81,6 +84,12 @@ def user_of_role(db):
     def make(role: str):
         if role == "anonymous":
             return None
+        if role == "assistant":
+            from tests.factories import CourseFactory, EnrollmentFactory
+
+            user = UserFactory(username="assistant-x", role="student")
+            EnrollmentFactory(user=user, course=CourseFactory(), role="assistant")
+            return user
         return UserFactory(username=f"{role}-x", role=role)
 
     return make

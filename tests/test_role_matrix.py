@@ -2,7 +2,9 @@
 
 The matrix below has one row per route of `portal/urls.py` (the admin console's routes are generated from its
 registry). A route added without a row fails `test_every_route_has_a_row`, and each row is checked for anonymous,
-student, teacher and admin with GET, POST, PUT, PATCH and DELETE (an empty body; objects that do not exist).
+student, teacher, admin and teaching assistant (a student who assists a course of their own, with no students: what
+an assistant may do to a course's students is in tests/portal/test_teaching_assistants.py) with GET, POST, PUT,
+PATCH and DELETE (an empty body; objects that do not exist).
 A method a row does not name gets its kind's default: pages send the anonymous to sign in and answer 405 to the
 rest; the API answers 401 to the anonymous and 405 to the rest.
 
@@ -21,98 +23,136 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from portal.accounts.services import token_issue
-from tests.conftest import ROLES
-from tests.factories import PASSWORD, UserFactory
+from tests.conftest import ROLES_WITH_ASSISTANT as ROLES
+from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 METHODS = ("get", "post", "put", "patch", "delete")
-PAGE = (302, 405, 405, 405)  # a page's default for a method it does not take: sign in first, then 405
-API = (401, 405, 405, 405)
-PUBLIC = (405, 405, 405, 405)  # public endpoints: 405 for everyone
+PAGE = (302, 405, 405, 405, 405)  # a page's default for a method it does not take: sign in first, then 405
+API = (401, 405, 405, 405, 405)
+PUBLIC = (405, 405, 405, 405, 405)  # public endpoints: 405 for everyone
 
-# route: {method: (anonymous, student, teacher, admin), "other": default for the methods not named}
-MATRIX: dict[str, dict[str, tuple[int, int, int, int]]] = {
+# route: {method: (anonymous, student, teacher, admin, assistant), "other": default for the methods not named}
+MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     # --- pages ---------------------------------------------------------------------------------------------------
-    "": {"get": (302, 200, 200, 200)},
-    "login/": {"get": (200, 302, 302, 302), "post": (400, 302, 302, 302), "other": (405, 302, 302, 302)},
-    "logout/": {"post": (302, 302, 302, 302), "other": PUBLIC},
+    "": {"get": (302, 200, 200, 200, 200)},
+    "login/": {"get": (200, 302, 302, 302, 302), "post": (400, 302, 302, 302, 302), "other": (405, 302, 302, 302, 302)},
+    "logout/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
     # The university's sign-in (OpenID Connect): not configured in the tests' settings, so not there (404); with a
     # provider, tests/portal/test_signin_oidc.py drives them (302 to the IdP; the callback's pages for each failure).
-    "login/oidc/": {"get": (404, 404, 404, 404), "other": PUBLIC},
-    "login/oidc/callback/": {"get": (404, 404, 404, 404), "other": PUBLIC},
-    "account/": {"get": (302, 200, 200, 200), "post": (302, 302, 302, 302)},
-    "account/password/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},
-    "notices/<int:notice_id>/dismiss/": {"post": (302, 404, 404, 404)},
-    "lab/nodes/": {"get": (302, 200, 200, 200)},
-    "lab/nodes/<str:name>/": {"get": (302, 404, 404, 404)},
-    "lab/gpus/": {"get": (302, 200, 200, 200)},
-    "lab/reservations/": {"get": (302, 200, 200, 200)},
-    "lab/reservations/new/": {"get": (302, 403, 200, 200), "post": (302, 403, 400, 400)},
-    "lab/reservations/approvals/": {"get": (302, 403, 403, 200)},
-    "lab/reservations/<int:reservation_id>/": {"get": (302, 403, 404, 404)},
-    "lab/reservations/<int:reservation_id>/cancel/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
-    "lab/reservations/<int:reservation_id>/decide/": {"post": (302, 403, 403, 404)},
-    "jobs/": {"get": (302, 200, 200, 200)},
-    "jobs/new/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},
-    "jobs/<int:job_id>/": {"get": (302, 404, 404, 404)},
-    "jobs/<int:job_id>/cancel/": {"get": (302, 404, 404, 404), "post": (302, 404, 404, 404)},
-    "notebooks/": {"get": (302, 200, 200, 200), "post": (302, 400, 400, 400)},  # POST without a profile
-    "notebooks/<int:notebook_id>/stop/": {"get": (302, 404, 404, 404), "post": (302, 404, 404, 404)},
-    "notebooks/<int:notebook_id>/extend/": {"post": (302, 404, 404, 404)},
-    "notebooks/course/": {"get": (302, 403, 200, 200)},
-    "notebooks/course/<str:code>/stop/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
-    "notebooks/profiles/": {"get": (302, 403, 200, 200)},
-    "notebooks/profiles/new/": {"get": (302, 403, 200, 200), "post": (302, 403, 400, 400)},
-    "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
-    "notebooks/profiles/<slug:slug>/deactivate/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
-    "notebooks/profiles/<slug:slug>/activate/": {"post": (302, 403, 404, 404)},
+    "login/oidc/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
+    "login/oidc/callback/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
+    "account/": {"get": (302, 200, 200, 200, 200), "post": (302, 302, 302, 302, 302)},
+    "account/password/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
+    "notices/<int:notice_id>/dismiss/": {"post": (302, 404, 404, 404, 404)},
+    "lab/nodes/": {"get": (302, 200, 200, 200, 200)},
+    "lab/nodes/<str:name>/": {"get": (302, 404, 404, 404, 404)},
+    "lab/gpus/": {"get": (302, 200, 200, 200, 200)},
+    "lab/reservations/": {"get": (302, 200, 200, 200, 200)},
+    "lab/reservations/new/": {"get": (302, 403, 200, 200, 403), "post": (302, 403, 400, 400, 403)},
+    "lab/reservations/approvals/": {"get": (302, 403, 403, 200, 403)},
+    "lab/reservations/<int:reservation_id>/": {"get": (302, 403, 404, 404, 403)},
+    "lab/reservations/<int:reservation_id>/cancel/": {
+        "get": (302, 403, 404, 404, 403),
+        "post": (302, 403, 404, 404, 403),
+    },
+    "lab/reservations/<int:reservation_id>/decide/": {"post": (302, 403, 403, 404, 403)},
+    "jobs/": {"get": (302, 200, 200, 200, 200)},
+    "jobs/new/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
+    "jobs/<int:job_id>/": {"get": (302, 404, 404, 404, 404)},
+    "jobs/<int:job_id>/cancel/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "notebooks/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},  # POST without a profile
+    "notebooks/<int:notebook_id>/stop/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "notebooks/<int:notebook_id>/extend/": {"post": (302, 404, 404, 404, 404)},
+    "notebooks/course/": {"get": (302, 403, 200, 200, 200)},  # assistants see their courses' notebooks
+    "notebooks/course/<str:code>/stop/": {"get": (302, 403, 404, 404, 404), "post": (302, 403, 404, 404, 404)},
+    # --- rosters: a course's teachers and admins; assistants see its students but change no roster --------------
+    "courses/<str:code>/roster/": {"get": (302, 403, 404, 404, 403)},
+    "courses/<str:code>/roster/preview/": {"post": (302, 403, 404, 404, 403)},
+    "courses/<str:code>/roster/import/": {"post": (302, 403, 404, 404, 403)},
+    "courses/<str:code>/roster.csv": {"get": (302, 403, 404, 404, 403)},
+    "courses/<str:code>/roster/<str:username>/invite/": {"post": (302, 403, 404, 404, 403)},
+    # An invitation's one-time link: open to anyone holding it; an unknown (or used, or expired) one is 404.
+    "invite/<str:token>/": {"get": (404, 404, 404, 404, 404), "post": (404, 404, 404, 404, 404), "other": PUBLIC},
+    "notebooks/profiles/": {"get": (302, 403, 200, 200, 403)},
+    "notebooks/profiles/new/": {"get": (302, 403, 200, 200, 403), "post": (302, 403, 400, 400, 403)},
+    "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404, 403), "post": (302, 403, 404, 404, 403)},
+    "notebooks/profiles/<slug:slug>/deactivate/": {"get": (302, 403, 404, 404, 403), "post": (302, 403, 404, 404, 403)},
+    "notebooks/profiles/<slug:slug>/activate/": {"post": (302, 403, 404, 404, 403)},
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
-    "o/authorize/": {"get": (302, 400, 400, 400), "post": (302, 200, 200, 200), "put": (302, 200, 200, 200)},
-    "o/token/": {"post": (400, 400, 400, 400), "other": PUBLIC},
-    "o/revoke_token/": {"post": (400, 400, 400, 400), "other": PUBLIC},
-    "o/userinfo/": {"get": (401, 401, 401, 401), "post": (401, 401, 401, 401), "other": PUBLIC},  # bearer only
-    r"o/^\.well-known/openid-configuration/?$": {"get": (200, 200, 200, 200), "other": PUBLIC},
-    "o/.well-known/jwks.json": {"get": (200, 200, 200, 200), "other": PUBLIC},
-    "o/.well-known/oauth-authorization-server": {"get": (200, 200, 200, 200), "other": PUBLIC},
-    # --- operations: outside DEBUG (as pytest-django runs) and without METRICS_TOKEN, /metrics is closed ----------
-    "healthz": {"get": (200, 200, 200, 200), "other": PUBLIC},
-    "readyz": {"get": (200, 200, 200, 200), "other": PUBLIC},
-    "metrics": {"get": (403, 403, 403, 403), "other": PUBLIC},
-    # --- the API (v1) --------------------------------------------------------------------------------------------
-    "api/v1/me/": {"get": (401, 200, 200, 200)},
-    "api/v1/token/": {"post": (400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
-    "api/v1/nodes/": {"get": (401, 200, 200, 200)},
-    "api/v1/reservations/": {"get": (401, 403, 200, 200), "post": (401, 403, 400, 400), "other": (401, 403, 405, 405)},
-    "api/v1/reservations/<int:reservation_id>/": {
-        "get": (401, 403, 404, 404),
-        "delete": (401, 403, 404, 404),
-        "other": (401, 403, 405, 405),
+    "o/authorize/": {
+        "get": (302, 400, 400, 400, 400),
+        "post": (302, 200, 200, 200, 200),
+        "put": (302, 200, 200, 200, 200),
     },
-    "api/v1/reservations/<int:reservation_id>/approve/": {"post": (401, 403, 403, 404), "other": (401, 403, 403, 405)},
-    "api/v1/reservations/<int:reservation_id>/reject/": {"post": (401, 403, 403, 404), "other": (401, 403, 403, 405)},
-    "api/v1/availability/": {"get": (401, 400, 400, 400)},  # without a window
-    "api/v1/gpus/": {"get": (401, 200, 200, 200)},
-    "api/v1/agent/samples/": {"post": (401, 401, 401, 401), "other": (401, 401, 401, 401)},  # node agent keys only
-    "api/v1/profiles/": {"get": (401, 200, 200, 200)},
-    "api/v1/notebooks/": {"get": (401, 200, 200, 200), "post": (401, 400, 400, 400)},
-    "api/v1/notebooks/<int:notebook_id>/": {"get": (401, 404, 404, 404), "delete": (401, 404, 404, 404)},
-    "api/v1/notebooks/<int:notebook_id>/extend/": {"post": (401, 404, 404, 404)},
-    "api/v1/jobs/": {"get": (401, 200, 200, 200), "post": (401, 400, 400, 400)},
-    "api/v1/jobs/preview/": {"post": (401, 400, 400, 400)},
-    "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404)},
-    "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404)},
-    "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404)},
-    "api/v1/schema/": {"get": (401, 200, 200, 200)},
-    "api/v1/docs/": {"get": (401, 200, 200, 200)},
-    "api/v1/redoc/": {"get": (401, 200, 200, 200)},
-    "api/v1/^.*$": {method: (404, 404, 404, 404) for method in METHODS},  # unknown API paths, in JSON
+    "o/token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},
+    "o/revoke_token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},
+    "o/userinfo/": {
+        "get": (401, 401, 401, 401, 401),
+        "post": (401, 401, 401, 401, 401),
+        "other": PUBLIC,
+    },  # bearer only
+    r"o/^\.well-known/openid-configuration/?$": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    "o/.well-known/jwks.json": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    "o/.well-known/oauth-authorization-server": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    # --- operations: outside DEBUG (as pytest-django runs) and without METRICS_TOKEN, /metrics is closed ----------
+    "healthz": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    "readyz": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    "metrics": {"get": (403, 403, 403, 403, 403), "other": PUBLIC},
+    # --- the API (v1) --------------------------------------------------------------------------------------------
+    "api/v1/me/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
+    "api/v1/nodes/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/courses/<str:code>/roster/": {
+        "get": (401, 403, 404, 404, 403),
+        "post": (401, 403, 404, 404, 403),
+        "other": (401, 405, 405, 405, 405),
+    },
+    "api/v1/courses/<str:code>/roster/preview/": {"post": (401, 403, 404, 404, 403)},
+    "api/v1/reservations/": {
+        "get": (401, 403, 200, 200, 403),
+        "post": (401, 403, 400, 400, 403),
+        "other": (401, 403, 405, 405, 403),
+    },
+    "api/v1/reservations/<int:reservation_id>/": {
+        "get": (401, 403, 404, 404, 403),
+        "delete": (401, 403, 404, 404, 403),
+        "other": (401, 403, 405, 405, 403),
+    },
+    "api/v1/reservations/<int:reservation_id>/approve/": {
+        "post": (401, 403, 403, 404, 403),
+        "other": (401, 403, 403, 405, 403),
+    },
+    "api/v1/reservations/<int:reservation_id>/reject/": {
+        "post": (401, 403, 403, 404, 403),
+        "other": (401, 403, 403, 405, 403),
+    },
+    "api/v1/availability/": {"get": (401, 400, 400, 400, 400)},  # without a window
+    "api/v1/gpus/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/agent/samples/": {
+        "post": (401, 401, 401, 401, 401),
+        "other": (401, 401, 401, 401, 401),
+    },  # node agent keys only
+    "api/v1/profiles/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/notebooks/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
+    "api/v1/notebooks/<int:notebook_id>/": {"get": (401, 404, 404, 404, 404), "delete": (401, 404, 404, 404, 404)},
+    "api/v1/notebooks/<int:notebook_id>/extend/": {"post": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
+    "api/v1/jobs/preview/": {"post": (401, 400, 400, 400, 400)},
+    "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404, 404)},
+    "api/v1/schema/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/docs/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/redoc/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/^.*$": {method: (404, 404, 404, 404, 404) for method in METHODS},  # unknown API paths, in JSON
 }
 
 # Paths with a query that changes who may do what: (path, expected GET for each role).
 VARIANTS = {
-    "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200),
-    "/api/v1/notebooks/?mine=true": (401, 200, 200, 200),
-    "/lab/reservations/?week=2030-01-07": (302, 200, 200, 200),
+    "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200, 200),
+    "/api/v1/notebooks/?mine=true": (401, 200, 200, 200, 200),
+    "/lab/reservations/?week=2030-01-07": (302, 200, 200, 200, 200),
 }
 
 JSON_CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}
@@ -152,7 +192,11 @@ def expected(route: str, method: str) -> tuple[int, int, int, int]:
 def client_for(role: str, *, api: bool):
     if role == "anonymous":
         return APIClient() if api else Client()
-    user = UserFactory(username=f"{role}-matrix", role=role)
+    if role == "assistant":  # a student who assists a course
+        user = UserFactory(username="assistant-matrix", role="student")
+        EnrollmentFactory(user=user, course=CourseFactory(), role="assistant")
+    else:
+        user = UserFactory(username=f"{role}-matrix", role=role)
     if api:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)}")

@@ -9,9 +9,17 @@ from django.utils import timezone
 
 from labs.ledger import gpu_hours_by_user, week_start
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.models import Course, User
+from portal.accounts.models import CourseRole, User
 from portal.accounts.permissions import OWNER_TEACHER_OR_ADMIN
-from portal.accounts.selectors import courses_active_for, effective_quota, people_visible_to, role_of
+from portal.accounts.selectors import (
+    courses_active_for,
+    courses_in_term,
+    courses_staffed_by,
+    effective_quota,
+    may_look_after,
+    notebook_owners_visible_to,
+    role_of,
+)
 from portal.errors import NotFound, NotPermitted
 
 
@@ -48,8 +56,11 @@ def profiles_editable_by(user: User) -> QuerySet[NotebookProfile]:
 
 
 def notebooks_visible_to(user: User) -> QuerySet[NotebookSession]:
-    """Students see their own; teachers theirs and their courses' students'; admins all."""
-    return NotebookSession.objects.select_related("user", "profile", "course").filter(people_visible_to(user, "user"))
+    """Students see their own; teachers theirs and their courses' students'; teaching assistants theirs and the
+    students' of the courses they assist; admins all."""
+    return NotebookSession.objects.select_related("user", "profile", "course").filter(
+        notebook_owners_visible_to(user, "user")
+    )
 
 
 def notebook_for(user: User, session_id: int) -> NotebookSession:
@@ -61,10 +72,9 @@ def notebook_for(user: User, session_id: int) -> NotebookSession:
 
 
 def may_stop(user: User, session: NotebookSession) -> bool:
-    """Its owner, an admin, or a teacher of a course the owner takes."""
-    if session.user_id == user.pk or user.is_lab_admin:
-        return True
-    return user.is_teacher and Course.objects.filter(teachers=user, enrollments__user_id=session.user_id).exists()
+    """Its owner, an admin, a teacher of a course the owner takes, or a teaching assistant of a course the owner is a
+    student of."""
+    return session.user_id == user.pk or may_look_after(user, session.user_id)
 
 
 def require_may_stop(user: User, session: NotebookSession) -> None:
@@ -107,18 +117,17 @@ def notebooks_live_of(user: User) -> list[NotebookSession]:
 
 
 def course_sessions(teacher: User) -> list[dict]:
-    """The teacher view: per course they teach (admins: every course in term), each student with their live
-    sessions and GPU-hours this week."""
+    """The teacher view: per course they teach or assist (admins: every course in term), each student with their
+    live sessions and GPU-hours this week."""
     now = timezone.now()
     start = week_start(now)
+    courses = courses_staffed_by(teacher)
     if teacher.is_lab_admin:
-        today = timezone.localdate()
-        courses = Course.objects.filter(term_start__lte=today, term_end__gte=today)
-    else:
-        courses = Course.objects.filter(teachers=teacher)
+        courses = courses.filter(pk__in=courses_in_term().values("pk"))
     rows = []
     for course in courses.order_by("code").prefetch_related("enrollments__user"):
-        students = sorted((e.user for e in course.enrollments.all()), key=lambda u: u.username)
+        enrolled = course.enrollments.all()
+        students = sorted((e.user for e in enrolled if e.role == CourseRole.STUDENT), key=lambda u: u.username)
         live: dict[int, list[NotebookSession]] = {}
         for session in (
             NotebookSession.objects.filter(user__in=students, status__in=(*NOTEBOOK_ACTIVE, NotebookStatus.STOPPING))
@@ -130,5 +139,13 @@ def course_sessions(teacher: User) -> list[dict]:
         people = [
             {"user": s, "sessions": live.get(s.pk, []), "gpu_hours_week": used.get(s.pk, Decimal(0))} for s in students
         ]
-        rows.append({"course": course, "people": people, "running": sum(len(p["sessions"]) for p in people)})
+        rows.append(
+            {
+                "course": course,
+                "people": people,
+                "running": sum(len(p["sessions"]) for p in people),
+                "assistants": sorted(e.user.username for e in enrolled if e.role == CourseRole.ASSISTANT),
+                "assisting": not teacher.is_lab_admin and any(e.user_id == teacher.pk for e in enrolled),
+            }
+        )
     return rows

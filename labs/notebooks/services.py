@@ -22,10 +22,10 @@ from labs.notebooks import enqueue
 from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.selectors import profiles_offered, require_may_stop
 from labs.notebooks.wording import at_local, hours_text, share_text
-from portal.accounts.models import Course, User
+from portal.accounts.models import Course, CourseRole, User
 from portal.accounts.permissions import require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import courses_active_for, effective_quota
+from portal.accounts.selectors import courses_active_for, courses_staffed_by, effective_quota
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
@@ -137,11 +137,12 @@ def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | No
 
 
 def notebooks_stop_course(*, user: User, course: Course, now: dt.datetime | None = None) -> int:
-    """A teacher's "stop all": every live notebook of the course's students. Returns how many were asked to stop."""
-    if not (user.is_lab_admin or course.teachers.filter(pk=user.pk).exists()):
+    """A teacher's (or teaching assistant's) "stop all": every live notebook of the course's students. Returns how
+    many were asked to stop."""
+    if not courses_staffed_by(user).filter(pk=course.pk).exists():
         raise NotFound("No such course.")
     sessions = NotebookSession.objects.filter(
-        user__enrollments__course=course, status__in=NOTEBOOK_ACTIVE
+        user__enrollments__course=course, user__enrollments__role=CourseRole.STUDENT, status__in=NOTEBOOK_ACTIVE
     ).select_related("user", "profile")
     stopped = 0
     for session in sessions.distinct():

@@ -37,7 +37,12 @@ from labs.notebooks.services import (
     notebook_stop,
     notebooks_stop_course,
 )
-from portal.accounts.permissions import COURSE_NOTEBOOKS_STAFF_ONLY, PROFILES_STAFF_ONLY, require_staff
+from portal.accounts.permissions import (
+    COURSE_NOTEBOOKS_STAFF_ONLY,
+    PROFILES_STAFF_ONLY,
+    require_looks_after_courses,
+    require_staff,
+)
 from portal.accounts.selectors import effective_quota
 from portal.errors import NotFound, PortalError
 
@@ -173,20 +178,20 @@ def notebook_stop_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
     return render(request, "notebooks/stop.html", context)
 
 
-# --- My courses' notebooks (teachers and admins) --------------------------------------------------
+# --- My courses' notebooks (teachers, teaching assistants and admins) -----------------------------------------------
 
 
 @login_required
 @require_safe
 def notebooks_course(request: HttpRequest) -> HttpResponse:
-    require_staff(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
+    require_looks_after_courses(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
     return render(request, "notebooks/course.html", {"rows": course_sessions(request.user)})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def notebooks_course_stop(request: HttpRequest, code: str) -> HttpResponse:
-    require_staff(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
+    require_looks_after_courses(request.user, COURSE_NOTEBOOKS_STAFF_ONLY)
     row = next((r for r in course_sessions(request.user) if r["course"].code == code), None)
     if row is None:
         raise NotFound("No such course.")

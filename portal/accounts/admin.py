@@ -1,8 +1,21 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
-from django.db.models import Count
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils.html import format_html
 
-from portal.accounts.models import Course, Enrollment, ExternalIdentity, Quota, RoleSource, TeachingSource, User
+from portal.accounts.models import (
+    Course,
+    CourseRole,
+    Enrollment,
+    ExternalIdentity,
+    Quota,
+    RoleSource,
+    TeachingSource,
+    User,
+)
+from portal.accounts.services import enrollment_set
 
 
 class _QuotaInline(admin.StackedInline):
@@ -88,7 +101,7 @@ class CourseQuotaInline(_QuotaInline):
 
 @admin.register(Course)
 class CourseAdmin(admin.ModelAdmin):
-    list_display = ["code", "name", "term", "term_start", "term_end", "student_count"]
+    list_display = ["code", "name", "term", "term_start", "term_end", "student_count", "roster_link"]
     list_filter = ["term_end"]
     search_fields = ["code", "name"]
     date_hierarchy = "term_start"
@@ -96,19 +109,47 @@ class CourseAdmin(admin.ModelAdmin):
     inlines = [CourseQuotaInline, EnrollmentInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(student_total=Count("enrollments", distinct=True))
+        students = Count("enrollments", filter=Q(enrollments__role=CourseRole.STUDENT), distinct=True)
+        return super().get_queryset(request).annotate(student_total=students)
 
     @admin.display(description="Students", ordering="student_total")
     def student_count(self, obj):
         return obj.student_total
 
+    @admin.display(description="Roster")
+    def roster_link(self, obj):
+        return format_html('<a href="{}">import / export</a>', reverse("roster", args=[obj.code]))
+
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(admin.ModelAdmin):
-    list_display = ["user", "course", "source", "enrolled_at"]
-    list_filter = ["source", "course"]
+    list_display = ["user", "course", "role", "source", "enrolled_at"]
+    list_filter = ["role", "source", "course"]
     search_fields = ["user__username", "course__code"]
     autocomplete_fields = ["user", "course"]
+    actions = ["make_assistants", "make_students"]
+
+    def _set_role(self, request, queryset, role: str) -> None:
+        changed, refused = 0, []
+        for enrollment in queryset.select_related("user", "course"):
+            try:
+                _, did = enrollment_set(user=enrollment.user, course=enrollment.course, role=role)
+            except ValidationError as exc:
+                refused.append(f"{enrollment.user.username}: {'; '.join(exc.messages)}")
+                continue
+            changed += int(did)
+        label = "teaching assistants" if role == CourseRole.ASSISTANT else "students"
+        self.message_user(request, f"{changed} enrollments changed: now {label} of their course.")
+        if refused:
+            self.message_user(request, "Not changed: " + " · ".join(refused), level=messages.WARNING)
+
+    @admin.action(description="Make the selected people teaching assistants of their course")
+    def make_assistants(self, request, queryset):
+        self._set_role(request, queryset, CourseRole.ASSISTANT)
+
+    @admin.action(description="Make the selected people students of their course (no longer assistants)")
+    def make_students(self, request, queryset):
+        self._set_role(request, queryset, CourseRole.STUDENT)
 
 
 @admin.register(Quota)

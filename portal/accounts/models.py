@@ -123,11 +123,19 @@ class MembershipSource(models.TextChoices):
     MANUAL = "manual", "By hand"
     IDP = "idp", "The sign-in's groups"
     ROSTER = "roster", "A course roster"
+class CourseRole(models.TextChoices):
+    """A person's part in a course they are enrolled in. Teachers are `Course.teachers`, not enrollments."""
+
+    STUDENT = "student", "Student"
+    # Between student and teacher: sees the course's students, their usage and notebooks and may stop a student's
+    # notebook; books no nodes and changes no quota or profile (portal.accounts.permissions says so).
+    ASSISTANT = "assistant", "Teaching assistant"
 
 
 class Enrollment(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="enrollments")
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrollments")
+    role = models.CharField(max_length=16, choices=CourseRole.choices, default=CourseRole.STUDENT, db_index=True)
     enrolled_at = models.DateTimeField(auto_now_add=True)
     source = models.CharField(max_length=8, choices=MembershipSource.choices, default=MembershipSource.MANUAL)
 
@@ -136,7 +144,12 @@ class Enrollment(models.Model):
         constraints = [models.UniqueConstraint(fields=["user", "course"], name="enrollment_once_per_course")]
 
     def __str__(self) -> str:
-        return f"{self.user} in {self.course.code}"
+        part = " (teaching assistant)" if self.role == CourseRole.ASSISTANT else ""
+        return f"{self.user} in {self.course.code}{part}"
+
+    def clean(self) -> None:
+        if self.role == CourseRole.ASSISTANT and self.user_id and self.user.role != Role.STUDENT:
+            raise ValidationError({"role": f"{self.user.username} is not a student; teaching assistants are students."})
 
 
 class TeachingSource(models.Model):
@@ -310,3 +323,24 @@ class Notice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.text[:40]}"
+
+
+class RosterInvitation(models.Model):
+    """A one-time sign-in link sent to someone a roster added who had no usable password yet.
+
+    Only the SHA-256 of the token is stored: the link in the e-mail is the only copy of the token. It works once
+    (`used_at`) and until `expires_at`."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="roster_invitations")
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="roster_invitations")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    sent_by = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Invitation of {self.user} to {self.course.code}"

@@ -8,16 +8,17 @@ the same on a page, in the API and from a service.
 
 from __future__ import annotations
 
-from portal.accounts.models import User
+from portal.accounts.models import CourseRole, Enrollment, User
 from portal.errors import NotPermitted
 
 # One sentence per rule.
 RESERVATIONS_STAFF_ONLY = "Reservations are for teachers and admins; ask your teacher to book a lab session."
 PROFILES_STAFF_ONLY = "Notebook profiles are for teachers and admins."
-COURSE_NOTEBOOKS_STAFF_ONLY = "Your courses' notebooks are for teachers and admins."
+COURSE_NOTEBOOKS_STAFF_ONLY = "Your courses' notebooks are for teachers, teaching assistants and admins."
+ROSTERS_TEACHERS_ONLY = "Course rosters are for the course's teachers and admins; ask a teacher of the course."
 ADMINS_ONLY = "Only admins {what}."
 OWNER_OR_ADMIN = "Only its owner or an admin may {what}."
-OWNER_TEACHER_OR_ADMIN = "Only its owner, a teacher of their course or an admin may {what}."
+OWNER_TEACHER_OR_ADMIN = "Only its owner, a teacher or teaching assistant of their course or an admin may {what}."
 # What an owner (or an admin) does, named once for every place that asks.
 RESERVATION_OWNER_ACTION = "open or cancel this reservation"
 JOB_OWNER_ACTION = "cancel this job"
@@ -48,3 +49,25 @@ def require_owner_or_admin(user: User, owner_id: int | None, what: str) -> None:
     """`what` is a verb phrase: "cancel this job"."""
     if not is_owner_or_admin(user, owner_id):
         raise NotPermitted(OWNER_OR_ADMIN.format(what=what))
+
+
+def is_assistant(user: User) -> bool:
+    """A teaching assistant: someone enrolled in at least one course as its assistant (their role stays student).
+
+    An assistant sees the students, usage and notebooks of the courses they assist and may stop those students'
+    notebooks (`portal.accounts.selectors.courses_staffed_by`, `may_look_after`); everything `is_staff` guards
+    (booking nodes, notebook profiles, quotas, rosters) stays closed to them."""
+    return bool(
+        user.is_authenticated and Enrollment.objects.filter(user_id=user.pk, role=CourseRole.ASSISTANT).exists()
+    )
+
+
+def looks_after_courses(user: User) -> bool:
+    """Teachers, admins and teaching assistants: the people with a "my courses' notebooks" page."""
+    return is_staff(user) or is_assistant(user)
+
+
+def require_looks_after_courses(user: User, sentence: str) -> None:
+    """`sentence` is COURSE_NOTEBOOKS_STAFF_ONLY."""
+    if not looks_after_courses(user):
+        raise NotPermitted(sentence)

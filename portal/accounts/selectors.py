@@ -11,7 +11,9 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from portal.accounts.models import Course, Quota, Role, User
+from portal.accounts.models import Course, CourseRole, Enrollment, Quota, Role, User
+from portal.accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
+from portal.errors import NotFound
 
 # The policy a role gets when an admin has not written one (or left a limit blank).
 ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
@@ -100,6 +102,85 @@ def people_visible_to(user: User | None, field: str) -> Q:
     return Q(**{field: user})
 
 
+def notebook_owners_visible_to(user: User | None, field: str) -> Q:
+    """Whose notebooks a person may look at: `people_visible_to`, and for a teaching assistant also the students of
+    the courses they assist (their notebooks and usage, not their jobs)."""
+    visible = people_visible_to(user, field)
+    if user is None or not user.is_authenticated or user.is_lab_admin:
+        return visible
+    return visible | Q(**{f"{field}__in": students_assisted_by(user).values("pk")})
+
+
+def courses_assisted_by(user: User) -> QuerySet[Course]:
+    """Courses this person is a teaching assistant of (any term)."""
+    return Course.objects.filter(enrollments__user_id=user.pk, enrollments__role=CourseRole.ASSISTANT)
+
+
+def students_assisted_by(user: User) -> QuerySet[User]:
+    """The students (not other assistants) of the courses this person assists."""
+    return User.objects.filter(
+        enrollments__course__in=courses_assisted_by(user), enrollments__role=CourseRole.STUDENT
+    ).distinct()
+
+
+def courses_staffed_by(user: User | None) -> QuerySet[Course]:
+    """Courses whose students, usage and notebooks this person may see: those they teach and those they assist as a
+    teaching assistant; admins every course; nobody's when signed out. (Any term: past courses' usage stays
+    readable. Filter with `courses_in_term` for what gives access today.)"""
+    if user is None or not user.is_authenticated:
+        return Course.objects.none()
+    if user.is_lab_admin:
+        return Course.objects.all()
+    assisted = Enrollment.objects.filter(user_id=user.pk, role=CourseRole.ASSISTANT).values("course_id")
+    return Course.objects.filter(Q(teachers=user) | Q(pk__in=assisted)).distinct()
+
+
+def courses_roster_managed_by(user: User | None) -> QuerySet[Course]:
+    """Courses whose roster this person may import and export: those they teach; admins every course. Teaching
+    assistants see a course's students but do not change who is in it."""
+    if user is None or not user.is_authenticated:
+        return Course.objects.none()
+    if user.is_lab_admin:
+        return Course.objects.all()
+    if user.is_teacher:
+        return Course.objects.filter(teachers=user)
+    return Course.objects.none()
+
+
+def roster_course_for(user: User, code: str) -> Course:
+    """The course whose roster `user` asks for: 403 for students and teaching assistants (rosters are not theirs),
+    404 for a course they do not teach or that does not exist."""
+    require_staff(user, ROSTERS_TEACHERS_ONLY)
+    course = courses_roster_managed_by(user).filter(code=code).first()
+    if course is None:
+        raise NotFound("No such course.")
+    return course
+
+
+def roster_of(course: Course) -> list[dict]:
+    """The course's people, assistants first: each enrollment with whether the person still has an invitation
+    waiting (no password chosen yet)."""
+    invited = set(course.roster_invitations.values_list("user_id", flat=True))
+    rows = []
+    for enrollment in (
+        Enrollment.objects.filter(course=course).select_related("user").order_by("role", "user__username")
+    ):
+        user = enrollment.user
+        waiting = user.pk in invited and not user.has_usable_password()
+        rows.append({"enrollment": enrollment, "user": user, "role": enrollment.role, "invited": waiting})
+    return rows
+
+
+def may_look_after(user: User, owner_id: int) -> bool:
+    """Whether `user` looks after the person `owner_id` (stops their notebook): an admin; a teacher of a course
+    the person is enrolled in; a teaching assistant of a course the person is a student of."""
+    if user.is_lab_admin:
+        return True
+    if user.is_teacher and Course.objects.filter(teachers=user, enrollments__user_id=owner_id).exists():
+        return True
+    return students_assisted_by(user).filter(pk=owner_id).exists()
+
+
 def role_of(user: User) -> str:
     """The role whose policy applies: a superuser counts as an admin."""
     return Role.ADMIN if user.is_lab_admin else user.role
@@ -129,9 +210,10 @@ def courses_of(user: User) -> list[dict]:
     """Every course the user belongs to, with their part in it and whether it is in term."""
     today = timezone.localdate()
     taught = Course.objects.filter(teachers=user)
-    enrolled = Course.objects.filter(enrollments__user=user)
+    assisted = courses_assisted_by(user)
+    enrolled = Course.objects.filter(enrollments__user=user, enrollments__role=CourseRole.STUDENT)
     rows: dict[int, dict] = {}
-    for part, qs in (("teacher", taught), ("student", enrolled)):
+    for part, qs in (("teacher", taught), ("assistant", assisted), ("student", enrolled)):
         for course in qs:
             rows.setdefault(
                 course.pk,

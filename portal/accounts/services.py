@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from portal.accounts.models import Course, Enrollment, Notice, NoticeLevel, Role, User
+from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Notice, NoticeLevel, Role, User
 from portal.accounts.selectors import token_expired
 from portal.errors import NotFound
 
@@ -50,10 +50,42 @@ def user_upsert(
     for code in codes:
         course = courses[code]
         if role == Role.STUDENT:
-            Enrollment.objects.get_or_create(user=user, course=course)
+            if not Enrollment.objects.filter(user=user, course=course).exists():
+                enrollment_set(user=user, course=course)
         else:
             course.teachers.add(user)
     return user, created
+
+
+@transaction.atomic
+def enrollment_set(
+    *, user: User, course: Course, role: str = CourseRole.STUDENT, source: str = MembershipSource.MANUAL
+) -> tuple[Enrollment, bool]:
+    """Enroll a person in a course as a student or a teaching assistant (or change which), the one write every path
+    uses: the admin console's actions, rosters, the sign-in's groups, `user_upsert`. Returns the enrollment and
+    whether it changed. `source` is recorded on a new enrollment only: a place keeps the source that made it.
+
+    A teaching assistant is a student-role person: teachers and admins teach through `Course.teachers`."""
+    if role not in CourseRole.values:
+        raise ValidationError({"role": f"Unknown course role {role!r}; use one of {', '.join(CourseRole.values)}."})
+    if role == CourseRole.ASSISTANT and user.role != Role.STUDENT:
+        article = "an" if user.role == Role.ADMIN else "a"
+        raise ValidationError({"role": f"{user.username} is {article} {user.role}; teaching assistants are students."})
+    enrollment, created = Enrollment.objects.select_for_update().get_or_create(
+        user=user, course=course, defaults={"role": role, "source": source}
+    )
+    if not created and enrollment.role != role:
+        enrollment.role = role
+        enrollment.save(update_fields=["role"])
+        return enrollment, True
+    return enrollment, created
+
+
+@transaction.atomic
+def enrollment_remove(*, user: User, course: Course) -> bool:
+    """Take a person out of a course (student or teaching assistant). True if they were in it."""
+    deleted, _ = Enrollment.objects.filter(user=user, course=course).delete()
+    return bool(deleted)
 
 
 @transaction.atomic

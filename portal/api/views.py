@@ -14,7 +14,7 @@ from portal.api.throttles import ClientIpThrottle
 class CourseOut(serializers.Serializer):
     code = serializers.CharField()
     name = serializers.CharField()
-    role = serializers.ChoiceField(choices=["student", "teacher"], help_text="Your part in the course.")
+    role = serializers.ChoiceField(choices=["student", "assistant", "teacher"], help_text="Your part in the course.")
     term_start = serializers.DateField()
     term_end = serializers.DateField()
     active = serializers.BooleanField(help_text="False once the term is over.")

@@ -1,5 +1,13 @@
 from django.conf import settings
 
+from portal.accounts.permissions import looks_after_courses
+
 
 def portal(request):
-    return {"lab_name": settings.LAB_NAME, "lab_time_zone": settings.TIME_ZONE}
+    user = getattr(request, "user", None)
+    return {
+        "lab_name": settings.LAB_NAME,
+        "lab_time_zone": settings.TIME_ZONE,
+        # A callable: the template asks only on pages that show the menu (one query for a student).
+        "looks_after_courses": lambda: user is not None and looks_after_courses(user),
+    }

@@ -333,12 +333,14 @@ def test_course_pages_are_not_for_students(client, course_setup):
     assert client.login(username="bo", password=PASSWORD)
     for path in ("/notebooks/course/", "/notebooks/course/DL-101/stop/"):
         response = client.get(path)
-        assert response.status_code == 403 and "for teachers and admins" in response.content.decode()
+        assert (
+            response.status_code == 403 and "for teachers, teaching assistants and admins" in response.content.decode()
+        )
 
 
 def test_a_teacher_without_courses_sees_the_empty_state(browser_client):
     html = browser_client("teacher").get("/notebooks/course/").content.decode()
-    assert "You teach no course yet" in html
+    assert "You teach or assist no course yet" in html
 
 
 def test_stop_all_in_a_course(client, course_setup):

@@ -10,8 +10,8 @@ from labs.inventory import demo_specs
 from labs.models import NotebookProfile, Reservation
 from labs.reservations.services import NodeRequest, reservation_create
 from labs.services import inventory_sync
-from portal.accounts.models import Course, Quota, Role, User
-from portal.accounts.services import course_upsert, user_upsert
+from portal.accounts.models import Course, CourseRole, Quota, Role, User
+from portal.accounts.services import course_upsert, enrollment_set, user_upsert
 from portal.errors import PortalError
 
 DEMO_USERS = [
@@ -60,6 +60,12 @@ class Command(BaseCommand):
             )
             for username, role, courses in DEMO_USERS:
                 user_upsert(username=username, role=role, password=demo_password(username), course_codes=courses)
+            # student3 is DL-101's teaching assistant: sees its students' notebooks and may stop them.
+            enrollment_set(
+                user=User.objects.get(username="student3"),
+                course=Course.objects.get(code="DL-101"),
+                role=CourseRole.ASSISTANT,
+            )
             booked = self._demo_reservations(today)
             profiles = self._demo_profiles()
 

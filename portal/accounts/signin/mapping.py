@@ -36,6 +36,9 @@ COURSE_PARTS: dict[str, str] = {
     "student": "student",
     "teachers": "teacher",
     "teacher": "teacher",
+    "assistants": "assistant",  # teaching assistants: a student's place between student and teacher
+    "assistant": "assistant",
+    "tas": "assistant",
 }
 
 

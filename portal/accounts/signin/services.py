@@ -17,13 +17,16 @@ from django.utils import timezone
 
 from portal.accounts.models import (
     Course,
+    CourseRole,
     Enrollment,
     ExternalIdentity,
     MembershipSource,
+    Role,
     RoleSource,
     TeachingSource,
     User,
 )
+from portal.accounts.services import enrollment_set
 from portal.accounts.signin.mapping import CourseGroup, map_groups, normalized_code
 
 logger = logging.getLogger("portal.signin")
@@ -51,11 +54,25 @@ class PlaceWriter:
 
 
 def _student_add(user: User, course: Course) -> None:
-    Enrollment.objects.create(user=user, course=course, source=IDP)
+    enrollment_set(user=user, course=course, role=CourseRole.STUDENT, source=IDP)
 
 
 def _student_remove(user: User, course: Course) -> None:
-    Enrollment.objects.filter(user=user, course=course, source=IDP).delete()
+    Enrollment.objects.filter(user=user, course=course, source=IDP, role=CourseRole.STUDENT).delete()
+
+
+def _assistant_add(user: User, course: Course) -> None:
+    if user.role != Role.STUDENT:
+        logger.info("sign-in group makes %s a teaching assistant of %s, but assistants are students", user, course)
+        return
+    if Enrollment.objects.filter(user=user, course=course).exclude(source=IDP).exists():
+        logger.info("%s has a place in %s given by hand or a roster: the groups leave it be", user, course.code)
+        return
+    enrollment_set(user=user, course=course, role=CourseRole.ASSISTANT, source=IDP)
+
+
+def _assistant_remove(user: User, course: Course) -> None:
+    Enrollment.objects.filter(user=user, course=course, source=IDP, role=CourseRole.ASSISTANT).delete()
 
 
 def _teacher_add(user: User, course: Course) -> None:
@@ -71,11 +88,25 @@ def _teacher_remove(user: User, course: Course) -> None:
 PLACE_WRITERS: dict[str, PlaceWriter] = {
     "student": PlaceWriter(
         held_by_idp=lambda user: set(
-            Enrollment.objects.filter(user=user, source=IDP).values_list("course_id", flat=True)
+            Enrollment.objects.filter(user=user, source=IDP, role=CourseRole.STUDENT).values_list(
+                "course_id", flat=True
+            )
         ),
         holds=lambda user, course: Enrollment.objects.filter(user=user, course=course).exists(),
         add=_student_add,
         remove=_student_remove,
+    ),
+    "assistant": PlaceWriter(
+        held_by_idp=lambda user: set(
+            Enrollment.objects.filter(user=user, source=IDP, role=CourseRole.ASSISTANT).values_list(
+                "course_id", flat=True
+            )
+        ),
+        holds=lambda user, course: Enrollment.objects.filter(
+            user=user, course=course, role=CourseRole.ASSISTANT
+        ).exists(),
+        add=_assistant_add,
+        remove=_assistant_remove,
     ),
     "teacher": PlaceWriter(
         held_by_idp=lambda user: set(

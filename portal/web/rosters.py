@@ -1,0 +1,134 @@
+"""The roster pages of a course (its teachers and admins): the roster, upload → preview → confirm, export, send an
+invitation again; and the invitation's one-time sign-in page (anyone holding the link). Thin."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import SetPasswordForm
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from portal.accounts.invitations import invitation_accept, invitation_resend, invitation_valid
+from portal.accounts.models import User
+from portal.accounts.rosters import roster_commit, roster_export, roster_plan
+from portal.accounts.selectors import roster_course_for, roster_of
+from portal.errors import Conflict, NotFound, PortalError
+
+UPLOAD_FIELD = "file"
+
+
+def _link_base(request: HttpRequest) -> str:
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+def _page(request: HttpRequest, course, *, error: str = "", status: int = 200) -> HttpResponse:
+    context = {"course": course, "rows": roster_of(course), "error": error}
+    return render(request, "rosters/roster.html", context, status=status)
+
+
+@login_required
+@require_safe
+def roster_page(request: HttpRequest, code: str) -> HttpResponse:
+    return _page(request, roster_course_for(request.user, code))
+
+
+@login_required
+@require_POST
+def roster_preview(request: HttpRequest, code: str) -> HttpResponse:
+    course = roster_course_for(request.user, code)
+    upload = request.FILES.get(UPLOAD_FIELD)
+    if upload is None:
+        return _page(request, course, error="Choose the roster file (CSV) to upload.", status=400)
+    try:
+        data = upload.read()
+        plan = roster_plan(course=course, data=data)
+    except PortalError as exc:
+        return _page(request, course, error=exc.message, status=exc.status)
+    text = data.decode("utf-8-sig")
+    return _preview(request, plan, text, status=400 if plan.problems else 200)
+
+
+def _preview(request: HttpRequest, plan, text: str, *, status: int = 200, error: str = "") -> HttpResponse:
+    context = {"course": plan.course, "plan": plan, "roster": text, "error": error}
+    return render(request, "rosters/preview.html", context, status=status)
+
+
+@login_required
+@require_POST
+def roster_import(request: HttpRequest, code: str) -> HttpResponse:
+    course = roster_course_for(request.user, code)
+    text = request.POST.get("roster")
+    if text is None:
+        return _page(
+            request, course, error="Upload the roster file first; its preview has the Import button.", status=400
+        )
+    fingerprint = request.POST.get("fingerprint", "")
+    try:
+        plan = roster_commit(
+            course=course, by=request.user, data=text, fingerprint=fingerprint, link_base=_link_base(request)
+        )
+    except Conflict as exc:
+        return _preview(request, roster_plan(course=course, data=text), text, status=exc.status, error=exc.message)
+    except PortalError as exc:
+        try:
+            plan = roster_plan(course=course, data=text)
+        except PortalError:
+            return _page(request, course, error=exc.message, status=exc.status)
+        return _preview(request, plan, text, status=exc.status, error=exc.message)
+    parts = [
+        f"{len(plan.add)} added",
+        f"{len(plan.invite)} invited by e-mail",
+        f"{len(plan.change)} changed",
+        f"{len(plan.remove)} removed",
+    ]
+    messages.success(request, f"Roster of {course.code} imported: {', '.join(parts)}.")
+    return redirect("roster", code=course.code)
+
+
+@login_required
+@require_safe
+def roster_csv(request: HttpRequest, code: str) -> HttpResponse:
+    course = roster_course_for(request.user, code)
+    response = HttpResponse(roster_export(course=course), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{course.code}-roster.csv"'
+    return response
+
+
+@login_required
+@require_POST
+def roster_reinvite(request: HttpRequest, code: str, username: str) -> HttpResponse:
+    course = roster_course_for(request.user, code)
+    row = next((r for r in roster_of(course) if r["user"].username == username and r["invited"]), None)
+    if row is None:
+        raise NotFound("Nobody in this course waits for an invitation under that username.")
+    invitation_resend(user=row["user"], course=course, by=request.user, link_base=_link_base(request))
+    messages.success(request, f"A new invitation is on its way to {row['user'].email}; the old link no longer works.")
+    return redirect("roster", code=course.code)
+
+
+# --- The invitation's one-time link ----------------------------------------------------------------------------
+
+
+GONE = "This sign-in link has been used or has expired. Ask your teacher to send a new invitation, or sign in."
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
+    invitation = invitation_valid(token)
+    if invitation is None:
+        return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
+    form = SetPasswordForm(invitation.user, request.POST or None)
+    context = {"invitation": invitation, "form": form}
+    if request.method == "POST":
+        if not form.is_valid():
+            return render(request, "rosters/invitation.html", context, status=400)
+        user: User | None = invitation_accept(token=token, password=form.cleaned_data["new_password1"])
+        if user is None:  # someone used it a moment before
+            return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.username}: your password is set and you are signed in.")
+        return redirect("dashboard")
+    return render(request, "rosters/invitation.html", context)

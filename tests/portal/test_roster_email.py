@@ -1,0 +1,51 @@
+"""The invitation e-mail through a real SMTP server on loopback (aiosmtpd, tests/portal/conftest.py): a roster
+import sends it through Django's SMTP backend, and its link signs the new person in, once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from portal.accounts.models import User
+from tests.factories import PASSWORD, CourseFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_roster_invites_by_smtp_and_the_link_signs_in_once(
+    client, smtp_server, settings, django_capture_on_commit_callbacks
+):
+    settings.PORTAL_BASE_URL = "https://gpulab.uni.example"
+    settings.DEFAULT_FROM_EMAIL = "GPU Lab <gpulab@uni.example>"
+    ada = UserFactory(username="ada", role="teacher", first_name="Ada", last_name="Lovelace")
+    course = CourseFactory(code="DL-101", name="Deep Learning")
+    course.teachers.add(ada)
+    assert client.login(username="ada", password=PASSWORD)
+    roster = "username,email,first_name,role\nzoe,zoe@uni.example,Zoë,student\nyan,yan@uni.example,Yan,assistant\n"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/courses/DL-101/roster/import/", {"roster": roster})
+    assert response.status_code == 302
+
+    messages = smtp_server.wait_for(2)
+    by_rcpt = {envelope[1][0]: message for envelope, message in zip(smtp_server.envelopes, messages, strict=True)}
+    assert set(by_rcpt) == {"zoe@uni.example", "yan@uni.example"}
+    message = by_rcpt["zoe@uni.example"]
+    assert message["From"] == "GPU Lab <gpulab@uni.example>" and message["To"] == "zoe@uni.example"
+    assert message["Subject"] == "GPU Lab: you are in DL-101"
+    body = message.get_content()
+    assert "Hello Zoë," in body and "Ada Lovelace added you to DL-101 (Deep Learning)" in body
+    assert "Your username is: zoe" in body
+    link = re.search(r"https://gpulab\.uni\.example(/invite/[\w-]+/)", body)
+    assert link, body
+    path = link.group(1)
+
+    visitor = Client()
+    assert "Welcome, Zoë" in visitor.get(path).content.decode()
+    response = visitor.post(path, {"new_password1": "zoes-new-pass-42", "new_password2": "zoes-new-pass-42"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert "Hello, Zoë" in visitor.get("/").content.decode()
+    assert Client().login(username="zoe", password="zoes-new-pass-42")
+    assert Client().get(path).status_code == 404  # once
+    assert User.objects.get(username="yan").enrollments.get().role == "assistant"
