@@ -13,8 +13,7 @@ from portal import ops
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
-from portal.web import signin
-from portal.web import rosters
+from portal.web import rosters, signin
 from portal.web import views as web
 
 admin.site.site_header = "GPU Lab Portal — admin console"

@@ -123,6 +123,8 @@ class MembershipSource(models.TextChoices):
     MANUAL = "manual", "By hand"
     IDP = "idp", "The sign-in's groups"
     ROSTER = "roster", "A course roster"
+
+
 class CourseRole(models.TextChoices):
     """A person's part in a course they are enrolled in. Teachers are `Course.teachers`, not enrollments."""
 
