@@ -3,6 +3,7 @@ invitation again; and the invitation's one-time sign-in page (anyone holding the
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -15,6 +16,7 @@ from portal.accounts.invitations import invitation_accept, invitation_resend, in
 from portal.accounts.models import User
 from portal.accounts.rosters import roster_commit, roster_export, roster_plan
 from portal.accounts.selectors import roster_course_for, roster_of
+from portal.accounts.signin.backends import local_login_allows
 from portal.errors import Conflict, NotFound, PortalError
 
 UPLOAD_FIELD = "file"
@@ -120,6 +122,13 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     invitation = invitation_valid(token)
     if invitation is None:
         return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
+    if not local_login_allows(invitation.user):
+        # LOCAL_LOGIN keeps this person off passwords: the university's sign-in is their way in.
+        reason = (
+            f"This lab signs you in with your {settings.OIDC_PROVIDER_NAME} account, not a password:"
+            " use “Sign in with …” on the sign-in page."
+        )
+        return render(request, "rosters/invitation_gone.html", {"reason": reason}, status=403)
     form = SetPasswordForm(invitation.user, request.POST or None)
     context = {"invitation": invitation, "form": form}
     if request.method == "POST":
@@ -128,7 +137,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         user: User | None = invitation_accept(token=token, password=form.cleaned_data["new_password1"])
         if user is None:  # someone used it a moment before
             return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend="portal.accounts.signin.backends.LocalPasswordBackend")
         messages.success(request, f"Welcome, {user.username}: your password is set and you are signed in.")
         return redirect("dashboard")
     return render(request, "rosters/invitation.html", context)

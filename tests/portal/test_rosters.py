@@ -330,3 +330,19 @@ def test_a_teacher_or_admin_is_no_roster_line(dl):
         {"line": 3, "reason": "eve is a teacher; a roster lists students and teaching assistants."},
         {"line": 4, "reason": "root is an admin; a roster lists students and teaching assistants."},
     ]
+
+
+def test_the_link_points_to_the_university_when_local_passwords_are_off(client, settings):
+    settings.LOCAL_LOGIN = "off"
+    settings.OIDC_PROVIDER_NAME = "Example University"
+    course = CourseFactory()
+    student = UserFactory(role="student", email="new@uni.example")
+    _, link = invitation_create(user=student, course=course, by=None)
+    path = link[link.index("/invite/") :]
+    answer = client.get(path)
+    assert answer.status_code == 403
+    assert "Example University account, not a password" in answer.content.decode()
+    answer = client.post(path, {"new_password1": "Long-enough-9", "new_password2": "Long-enough-9"})
+    assert answer.status_code == 403
+    student.refresh_from_db()
+    assert not student.has_usable_password() or not student.check_password("Long-enough-9")
