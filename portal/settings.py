@@ -54,6 +54,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "portal.web.middleware.MalformedInputMiddleware",  # first: NUL characters never reach anything else
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY below)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -486,6 +487,33 @@ CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 60 * 60 * 12, minimum=300)
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): scripts only from the portal's own files, never inline (every page's
+# behaviour lives in static/js/; confirmations are data-confirm attributes read by static/js/portal.js). Style
+# attributes stay allowed (style-src-attr: the bars' and the timeline's computed widths), <style> and stylesheets
+# only from 'self'. WebSockets (/ws/gpus/) are 'self'. The API docs pages add their CDN (portal/urls.py).
+# CSP_REPORT_ONLY=true sends the same policy as Content-Security-Policy-Report-Only (to try a change first).
+_CSP_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "script-src-attr": ["'none'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+CSP_REPORT_ONLY = envbool("CSP_REPORT_ONLY", False)
+if CSP_REPORT_ONLY:
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP_POLICY
+    CONTENT_SECURITY_POLICY = None
+else:
+    CONTENT_SECURITY_POLICY = _CSP_POLICY
 
 # Bearer token /metrics asks for; without it /metrics is open only in DEBUG (elsewhere 403, and check --deploy warns).
 METRICS_TOKEN = envstr("METRICS_TOKEN", "")
