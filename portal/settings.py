@@ -8,6 +8,7 @@ PostgreSQL, Redis and the cluster.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -34,6 +35,7 @@ CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",  # sign-in lockout: AccessAttempt rows (admin console → Axes) per (username, address)
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -61,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in gets portal.web.signin.lockout_response (429)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -190,8 +193,48 @@ AUTH_PASSWORD_VALIDATORS = [
 # proxy, as in docker-compose.yml); N = N proxies that each append the address they saw (nginx, Traefik, ...).
 # Every address-keyed limit (the token endpoint's throttle, DRF's) reads the client's address through it.
 NUM_PROXIES = envint("NUM_PROXIES", 0, minimum=0, maximum=5)
-# API tokens are valid this many days from when they were made (0 = until revoked); a new password revokes them.
+# --- Sign-in hardening (README: "Sign-in hardening") ------------------------------------------------------------
+# Two layers. Per address, DRF throttles slow every sign-in door: LOGIN_THROTTLE_RATE for POST /login/,
+# TOKEN_THROTTLE_RATE for POST /api/v1/token/ (all tries, right or wrong). Per (username, address), django-axes
+# locks after AXES_FAILURE_LIMIT failures for AXES_COOLOFF_MIN minutes, counted from the failure that locked it:
+# tries during the lockout neither count nor extend it, so an attacker cannot keep a known person locked out
+# forever, the person can still sign in from any other address at once, and from that one after the window.
+# A right password resets that pair's count. Admins lift a lock in the admin console (Axes → Access attempts).
+_RATE = re.compile(r"^\d+/[smhd]\w*$")
+
+
+def _rate(name: str, default: str) -> str:
+    value = envstr(name, default).strip()
+    if not _RATE.match(value):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 20/min (a number, '/', s|min|hour|day): {value!r}")
+    return value
+
+
+AUTHENTICATION_BACKENDS = [
+    # First: a locked (username, address) is refused before any password check (password sign-ins only).
+    "portal.web.signin.PasswordLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_MIN = envint("AXES_COOLOFF_MIN", 15, minimum=1, maximum=24 * 60)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=AXES_COOLOFF_MIN)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "portal.api.throttles.client_ip_address"  # the one reading of X-Forwarded-For (NUM_PROXIES)
+AXES_LOCKOUT_CALLABLE = "portal.web.signin.lockout_response"
+AXES_WHITELIST_CALLABLE = "portal.web.signin.not_a_password_sign_in"
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are what the lockout needs
+AXES_SENSITIVE_PARAMETERS = ["password"]
+AXES_VERBOSE = False
+LOGIN_THROTTLE_RATE = _rate("LOGIN_THROTTLE_RATE", "30/min")
+TOKEN_THROTTLE_RATE = _rate("TOKEN_THROTTLE_RATE", "20/min")
+
+# API tokens are valid this many days by default and at most (0 = until revoked; a token may ask for fewer days);
+# a new password revokes them.
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
+# Live (not revoked, not expired) API tokens one person may hold at once; one more is refused.
+API_TOKENS_MAX = envint("API_TOKENS_MAX", 20, minimum=1, maximum=1000)
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes anonymous API calls a 401, not a 403.
@@ -210,7 +253,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "COERCE_DECIMAL_TO_STRING": False,
-    "DEFAULT_THROTTLE_RATES": {"token": envstr("TOKEN_THROTTLE_RATE", "20/min")},
+    "DEFAULT_THROTTLE_RATES": {"token": TOKEN_THROTTLE_RATE, "login": LOGIN_THROTTLE_RATE},
 }
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's own throttles read the client's address as client_ip does
 

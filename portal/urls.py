@@ -14,6 +14,7 @@ from labs.telemetry import urls as telemetry_urls
 from portal import ops
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
+from portal.web import account
 from portal.web import views as web
 
 admin.site.site_header = "GPU Lab Portal — admin console"
@@ -53,7 +54,9 @@ urlpatterns = [
     path("", web.dashboard, name="dashboard"),
     path("login/", web.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("account/", web.account, name="account"),
+    path("account/", account.account, name="account"),
+    path("account/tokens/<int:token_id>/revoke/", account.token_revoke_view, name="account-token-revoke"),
+    path("account/sign-out-everywhere/", account.sign_out_everywhere, name="account-sign-out-everywhere"),
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
