@@ -106,18 +106,54 @@ def test_the_watch_catches_an_inline_script(live_server, browser):
         context.close()
 
 
-def test_a_confirmation_asks_before_a_destructive_form(live_server, page):
-    """data-confirm (static/js/portal.js) replaced the inline onsubmit: Cancel keeps the token, OK revokes it."""
-    from portal.accounts.services import token_issue
-
-    user = UserFactory(username="csp-confirm", role="student")
-    token_issue(user=user)
+def test_a_data_confirm_form_asks_first(live_server, page):
+    """data-confirm (static/js/portal.js) replaced the inline onsubmit/onclick handlers: Cancel stops the form."""
+    UserFactory(username="csp-confirm", role="student")
     sign_in(page, live_server.url, "csp-confirm")
     page.goto(live_server.url + "/account/")
-    page.get_by_label("Scripts using it get 401 from now on.").check()
-    page.once("dialog", lambda dialog: dialog.dismiss())
-    page.get_by_test_id("revoke-token").click()
-    expect(page.get_by_test_id("api-token")).to_be_visible()
+    page.evaluate(
+        """() => {
+        const form = document.createElement("form");
+        form.method = "get"; form.action = "/lab/nodes/"; form.dataset.confirm = "Really?";
+        form.innerHTML = '<button type="submit" id="probe">Go</button>';
+        document.querySelector("main").append(form);
+    }"""
+    )
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.locator("#probe").click()
+    expect(page).to_have_url(live_server.url + "/account/")
+    assert asked == ["Really?"]
     page.once("dialog", lambda dialog: dialog.accept())
-    page.get_by_test_id("revoke-token").click()
-    expect(page.get_by_text("Your API token was revoked")).to_be_visible()
+    page.locator("#probe").click()
+    expect(page).to_have_url(live_server.url + "/lab/nodes/")
+
+
+def test_account_page_tokens_and_sign_out_everywhere(live_server, page):
+    UserFactory(username="csp-account", role="teacher")
+    sign_in(page, live_server.url, "csp-account")
+    page.goto(live_server.url + "/account/")
+    expect(page.get_by_test_id("no-api-tokens")).to_be_visible()
+    page.get_by_label("What is it for?").fill("laptop")
+    page.get_by_label("Works for").select_option("30")
+    page.get_by_role("button", name="Make a new token").click()
+    key = page.get_by_test_id("new-api-token").inner_text()
+    assert key.startswith("glp_")
+    page.goto(live_server.url + "/account/")
+    table = page.get_by_test_id("api-tokens")
+    expect(table).to_contain_text("laptop")
+    expect(table).to_contain_text(key[:12])
+    expect(page.get_by_test_id("new-api-token")).to_have_count(0)  # shown once
+    table.get_by_role("link", name="Revoke…").click()
+    expect(page.get_by_role("heading", name="Revoke this API token?")).to_be_visible()
+    page.get_by_label("Yes, revoke this token.").check()
+    page.get_by_test_id("confirm-revoke").click()
+    expect(page.get_by_text("The API token laptop was revoked")).to_be_visible()
+    expect(page.get_by_test_id("no-api-tokens")).to_be_visible()
+
+    page.get_by_test_id("sign-out-everywhere").click()
+    expect(page.get_by_role("heading", name="Sign out everywhere?")).to_be_visible()
+    page.get_by_label("Sign me out on every device now.").check()
+    page.get_by_test_id("confirm-sign-out-everywhere").click()
+    expect(page).to_have_url(live_server.url + "/login/")
+    expect(page.get_by_text("You were signed out everywhere")).to_be_visible()
