@@ -224,6 +224,7 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "portal.api.throttles.client_ip_address"  # the one reading of X-Forwarded-For (NUM_PROXIES)
 AXES_LOCKOUT_CALLABLE = "portal.web.signin.lockout_response"
 AXES_WHITELIST_CALLABLE = "portal.web.signin.not_a_password_sign_in"
+AXES_USERNAME_CALLABLE = "portal.web.signin.lockout_username"
 AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are what the lockout needs
 AXES_SENSITIVE_PARAMETERS = ["password"]
 AXES_VERBOSE = False

@@ -91,3 +91,13 @@ class PasswordLockoutBackend(AxesStandaloneBackend):
 def not_a_password_sign_in(request: HttpRequest, credentials: dict | None) -> bool:
     """AXES_WHITELIST_CALLABLE: a failure without a username (single sign-on) is never counted or locked."""
     return not (credentials or {}).get("username")
+
+
+def lockout_username(request: HttpRequest, credentials: dict | None) -> str | None:
+    """AXES_USERNAME_CALLABLE: the username tried, cut to what a username can be (django-axes stores 255 characters;
+    a longer one is no account's, and its first 150 characters lock it as well as all of them)."""
+    if credentials:
+        username = credentials.get("username")
+    else:
+        username = request.POST.get("username") if request.method == "POST" else None
+    return None if username is None else str(username)[:150]

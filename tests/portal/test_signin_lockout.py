@@ -167,3 +167,12 @@ def test_the_admin_console_login_is_locked_too(clock):
     assert client.post("/admin/login/", {"username": "root", "password": PASSWORD}).status_code == 429
     clock(minutes=COOLOFF_MIN, seconds=1)
     assert client.post("/admin/login/", {"username": "root", "password": PASSWORD}).status_code == 302
+
+
+def test_a_username_longer_than_any_is_counted_without_a_5xx(clock):
+    """Normalisation can make a username longer than the form's limit; the lockout keeps 150 characters of it."""
+    ip = address()
+    long_name = "𝕏\u0301" * 200
+    answers = [html_login(ip, "x", username=long_name).status_code for _ in range(LIMIT)]
+    assert answers == [400] * (LIMIT - 1) + [429]
+    assert token(ip, "x", username="y" * 300).status_code in (400, 401)
