@@ -269,3 +269,14 @@ def test_yesterdays_clear_text_tokens_are_carried_over_hashed(api, settings):
     carried = row(old.key)
     assert carried.user == user and carried.expires_at == old.created + dt.timedelta(days=90)
     assert me(api, old.key).status_code == 200
+
+
+def test_operators_tokens_are_not_capped(settings):
+    from portal.accounts.services import token_issue
+
+    settings.API_TOKENS_MAX = 1
+    user = UserFactory(username="ada")
+    keys = {token_issue(user=user) for _ in range(3)}
+    assert len(keys) == 3 and ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() == 3
+    token_issue(user=user, regenerate=True)
+    assert ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() == 1
