@@ -14,6 +14,7 @@ import math
 from axes.backends import AxesStandaloneBackend
 from axes.helpers import get_client_username, get_cool_off
 from axes.models import AccessAttempt
+from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -86,6 +87,10 @@ class PasswordLockoutBackend(AxesStandaloneBackend):
         if request is None or username is None or password is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+    def get_user(self, user_id):
+        # It never signs anyone in itself; a session written naming the first backend still finds its user.
+        return ModelBackend().get_user(user_id)
 
 
 def not_a_password_sign_in(request: HttpRequest, credentials: dict | None) -> bool:

@@ -176,3 +176,19 @@ def test_a_username_longer_than_any_is_counted_without_a_5xx(clock):
     answers = [html_login(ip, "x", username=long_name).status_code for _ in range(LIMIT)]
     assert answers == [400] * (LIMIT - 1) + [429]
     assert token(ip, "x", username="y" * 300).status_code in (400, 401)
+
+
+def test_a_session_naming_the_first_backend_still_finds_its_user():
+    """The lockout backend is first in AUTHENTICATION_BACKENDS; sessions written naming it (the benchmark's) work."""
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+
+    ada = UserFactory(username="ada")
+    session = SessionStore()
+    session[SESSION_KEY], session[BACKEND_SESSION_KEY] = str(ada.pk), settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = ada.get_session_auth_hash()
+    session.create()
+    client = Client()
+    client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
+    assert client.get("/account/").status_code == 200
