@@ -72,6 +72,22 @@ class RateLimited(PortalError):
         return {"Retry-After": str(self.retry_after_s)}
 
 
+class SignInPaused(PortalError):
+    """429: sign-in refused for now: a locked (username, address) pair (`locked_out`) or too many tries from one
+    address (`throttled`). `retry_after_s` (also the Retry-After header) says when to retry."""
+
+    status = 429
+
+    def __init__(self, message: str, *, code: str, retry_after_s: int) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self.code = code
+        self.retry_after_s = retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_s)}
+
+
 class Conflict(PortalError):
     status = 409
     code = "conflict"

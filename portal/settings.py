@@ -8,6 +8,7 @@ PostgreSQL, Redis and the cluster.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -34,6 +35,7 @@ CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",  # sign-in lockout: AccessAttempt rows (admin console → Axes) per (username, address)
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -54,12 +56,14 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "portal.web.middleware.MalformedInputMiddleware",  # first: NUL characters never reach anything else
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY below)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in gets portal.web.lockout.lockout_response (429)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -189,8 +193,44 @@ AUTH_PASSWORD_VALIDATORS = [
 # proxy, as in docker-compose.yml); N = N proxies that each append the address they saw (nginx, Traefik, ...).
 # Every address-keyed limit (the token endpoint's throttle, DRF's) reads the client's address through it.
 NUM_PROXIES = envint("NUM_PROXIES", 0, minimum=0, maximum=5)
-# API tokens are valid this many days from when they were made (0 = until revoked); a new password revokes them.
+# --- Sign-in hardening (README: "Sign-in hardening") ------------------------------------------------------------
+# Two layers. Per address, DRF throttles slow every sign-in door: LOGIN_THROTTLE_RATE for POST /login/,
+# TOKEN_THROTTLE_RATE for POST /api/v1/token/ (all tries, right or wrong). Per (username, address), django-axes
+# locks after AXES_FAILURE_LIMIT failures for AXES_COOLOFF_MIN minutes, counted from the failure that locked it:
+# tries during the lockout neither count nor extend it, so an attacker cannot keep a known person locked out
+# forever, the person can still sign in from any other address at once, and from that one after the window.
+# A right password resets that pair's count. Admins lift a lock in the admin console (Axes → Access attempts).
+_RATE = re.compile(r"^\d+/[smhd]\w*$")
+
+
+def _rate(name: str, default: str) -> str:
+    value = envstr(name, default).strip()
+    if not _RATE.match(value):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 20/min (a number, '/', s|min|hour|day): {value!r}")
+    return value
+
+
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_MIN = envint("AXES_COOLOFF_MIN", 15, minimum=1, maximum=24 * 60)
+AXES_COOLOFF_TIME = dt.timedelta(minutes=AXES_COOLOFF_MIN)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "portal.api.throttles.client_ip_address"  # the one reading of X-Forwarded-For (NUM_PROXIES)
+AXES_LOCKOUT_CALLABLE = "portal.web.lockout.lockout_response"
+AXES_WHITELIST_CALLABLE = "portal.web.lockout.not_a_password_sign_in"
+AXES_USERNAME_CALLABLE = "portal.web.lockout.lockout_username"
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures are what the lockout needs
+AXES_SENSITIVE_PARAMETERS = ["password"]
+AXES_VERBOSE = False
+LOGIN_THROTTLE_RATE = _rate("LOGIN_THROTTLE_RATE", "30/min")
+TOKEN_THROTTLE_RATE = _rate("TOKEN_THROTTLE_RATE", "20/min")
+
+# API tokens are valid this many days by default and at most (0 = until revoked; a token may ask for fewer days);
+# a new password revokes them.
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
+# Live (not revoked, not expired) API tokens one person may hold at once; one more is refused.
+API_TOKENS_MAX = envint("API_TOKENS_MAX", 20, minimum=1, maximum=1000)
 
 # --- Rosters and their invitation e-mail (portal/accounts/rosters.py, invitations.py) ---------------------
 # A roster file (CSV) is refused above this size or row count: 1 MiB holds some 10,000 students.
@@ -232,7 +272,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "COERCE_DECIMAL_TO_STRING": False,
-    "DEFAULT_THROTTLE_RATES": {"token": envstr("TOKEN_THROTTLE_RATE", "20/min")},
+    "DEFAULT_THROTTLE_RATES": {"token": TOKEN_THROTTLE_RATE, "login": LOGIN_THROTTLE_RATE},
 }
 REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's own throttles read the client's address as client_ip does
 
@@ -492,6 +532,9 @@ SIGNIN_COURSE_PATTERNS = envstr(
 
 # Each answers only when configured (the LDAP one with LDAP_SERVER_URI, the OIDC one on its callback).
 AUTHENTICATION_BACKENDS = [
+    # First: a locked (username, address) is refused before any password check (password sign-ins only: the form,
+    # the token endpoint, the admin console; LDAP's passwords too). Single sign-on is not its business.
+    "portal.web.lockout.PasswordLockoutBackend",
     "portal.accounts.signin.backends.LocalPasswordBackend",
     "portal.accounts.signin.ldap.PortalLDAPBackend",
     "portal.accounts.signin.oidc.PortalOIDCBackend",
@@ -603,6 +646,33 @@ CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 60 * 60 * 12, minimum=300)
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): scripts only from the portal's own files, never inline (every page's
+# behaviour lives in static/js/; confirmations are data-confirm attributes read by static/js/portal.js). Style
+# attributes stay allowed (style-src-attr: the bars' and the timeline's computed widths), <style> and stylesheets
+# only from 'self'. WebSockets (/ws/gpus/) are 'self'. The API docs pages add their CDN (portal/urls.py).
+# CSP_REPORT_ONLY=true sends the same policy as Content-Security-Policy-Report-Only (to try a change first).
+_CSP_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "script-src-attr": ["'none'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+CSP_REPORT_ONLY = envbool("CSP_REPORT_ONLY", False)
+if CSP_REPORT_ONLY:
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _CSP_POLICY
+    CONTENT_SECURITY_POLICY = None
+else:
+    CONTENT_SECURITY_POLICY = _CSP_POLICY
 
 # Bearer token /metrics asks for; without it /metrics is open only in DEBUG (elsewhere 403, and check --deploy warns).
 METRICS_TOKEN = envstr("METRICS_TOKEN", "")

@@ -1,7 +1,9 @@
+from csp.decorators import csp_update
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from jobs import urls as jobs_urls
 from labs import api as labs_api
@@ -13,12 +15,26 @@ from portal import ops
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
-from portal.web import rosters, signin
+from portal.web import account, rosters, signin
 from portal.web import views as web
 
 admin.site.site_header = "GPU Lab Portal — admin console"
 admin.site.site_title = "GPU Lab admin"
 admin.site.index_title = "Run the lab"
+
+# The API docs pages are drf-spectacular's: Swagger UI and Redoc from their CDN, with a <style> block of their own.
+# Swagger's start-up script is a file (the split view serves it at ?script), so scripts stay off inline there too.
+_DOCS_CDN = "https://cdn.jsdelivr.net"
+_docs_csp = csp_update(
+    {
+        "script-src": [_DOCS_CDN],
+        "style-src": [_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
+        "img-src": [_DOCS_CDN],
+        "font-src": ["https://fonts.gstatic.com"],
+        "worker-src": ["blob:"],
+    },
+    REPORT_ONLY=settings.CSP_REPORT_ONLY,
+)
 
 api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
@@ -31,8 +47,8 @@ api_v1 = [
     path("", include(notebooks_urls.api_urlpatterns)),
     path("", include(jobs_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("docs/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
+    path("redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
     # Unknown API paths answer in JSON even with DEBUG on.
     re_path(r"^.*$", json_not_found),
 ]
@@ -43,7 +59,9 @@ urlpatterns = [
     path("login/oidc/", signin.OIDCStartView.as_view(), name="oidc_start"),
     path("login/oidc/callback/", signin.OIDCCallbackView.as_view(), name="oidc_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("account/", web.account, name="account"),
+    path("account/", account.account, name="account"),
+    path("account/tokens/<int:token_id>/revoke/", account.token_revoke_view, name="account-token-revoke"),
+    path("account/sign-out-everywhere/", account.sign_out_everywhere, name="account-sign-out-everywhere"),
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),

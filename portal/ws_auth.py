@@ -43,12 +43,10 @@ def _header(scope, name: bytes) -> bytes | None:
 
 @database_sync_to_async
 def _user_for(key: str):
-    from rest_framework.authtoken.models import Token
+    from portal.accounts.services import token_authenticate
 
-    from portal.accounts.selectors import token_expired
-
-    token = Token.objects.select_related("user").filter(key=key).first()
-    if token is None or not token.user.is_active or token_expired(token):
+    token, refusal = token_authenticate(key)
+    if refusal is not None:
         return AnonymousUser()
     return token.user
 

@@ -11,6 +11,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("DEBUG", "true")
 os.environ.setdefault("TOKEN_THROTTLE_RATE", "1000/min")
+os.environ.setdefault("LOGIN_THROTTLE_RATE", "1000/min")
 
 from portal.settings import *  # noqa: E402,F403
 

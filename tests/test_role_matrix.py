@@ -41,7 +41,15 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     # provider, tests/portal/test_signin_oidc.py drives them (302 to the IdP; the callback's pages for each failure).
     "login/oidc/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
     "login/oidc/callback/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
-    "account/": {"get": (302, 200, 200, 200, 200), "post": (302, 302, 302, 302, 302)},
+    "account/": {
+        "get": (302, 200, 200, 200, 200),
+        "post": (302, 200, 200, 200, 200),
+    },  # POST makes a token (shown once)
+    "account/tokens/<int:token_id>/revoke/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "account/sign-out-everywhere/": {
+        "get": (302, 200, 200, 200, 200),
+        "post": (302, 400, 400, 400, 400),
+    },  # unconfirmed
     "account/password/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
     "notices/<int:notice_id>/dismiss/": {"post": (302, 404, 404, 404, 404)},
     "lab/nodes/": {"get": (302, 200, 200, 200, 200)},

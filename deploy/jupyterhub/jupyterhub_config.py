@@ -149,6 +149,13 @@ c.GenericOAuthenticator.allow_all = True
 # No hub login page to click through: straight to the portal, and back there on logout.
 c.Authenticator.auto_login = True
 c.GenericOAuthenticator.logout_redirect_url = f"{portal_url}/"
+# "Sign out everywhere" at the portal reaches the hub: with JUPYTERHUB_CRYPT_KEY set the hub keeps the tokens the
+# portal gave it (auth state, encrypted) and asks the portal again with them every HUB_AUTH_REFRESH_AGE_S seconds
+# and before each spawn; the portal has revoked them, so the person is sent to sign in again.
+if os.environ.get("JUPYTERHUB_CRYPT_KEY"):
+    c.Authenticator.enable_auth_state = True
+    c.Authenticator.auth_refresh_age = int(_env("HUB_AUTH_REFRESH_AGE_S", "300"))
+    c.Authenticator.refresh_pre_spawn = True
 # The hub's own pages are not where notebooks are started: its root and the end of a login without a destination
 # lead back to the portal.
 c.JupyterHub.redirect_to_server = False

@@ -39,6 +39,8 @@ class User(AbstractUser):
         default=RoleSource.MANUAL,
         help_text="“From the sign-in's groups”: the role follows the university's groups at every sign-in.",
     )
+    # "Sign out everywhere" counts it up: every session signed in before carries the old count and ends.
+    session_generation = models.PositiveIntegerField(default=0, editable=False)
 
     objects = PortalUserManager()
 
@@ -54,9 +56,21 @@ class User(AbstractUser):
         super().save(*args, **kwargs)
         if password_changed:
             # A new password ends what the old one handed out: API tokens stop working.
-            from rest_framework.authtoken.models import Token
+            from django.utils import timezone
 
-            Token.objects.filter(user=self).delete()
+            ApiToken.objects.filter(user=self, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+    def _get_session_auth_hash(self, secret=None):
+        # Django ends a session whose stored hash no longer matches (it is how a new password signs out everywhere);
+        # the generation joins the password in it. Generation 0 keeps Django's own hash: nobody is signed out
+        # by the upgrade itself.
+        if not self.session_generation:
+            return super()._get_session_auth_hash(secret=secret)
+        from django.utils.crypto import salted_hmac
+
+        salt = "portal.accounts.User.session_generation"
+        value = f"{self.password}|{self.session_generation}"
+        return salted_hmac(salt, value, secret=secret, algorithm="sha256").hexdigest()
 
     def has_perm(self, perm, obj=None) -> bool:
         # Lab admins run the whole console without hand-picked Django permissions.
@@ -346,3 +360,27 @@ class RosterInvitation(models.Model):
 
     def __str__(self) -> str:
         return f"Invitation of {self.user} to {self.course.code}"
+
+
+class ApiToken(models.Model):
+    """An API token (`Authorization: Token <key>`). Only the key's SHA-256 is stored; the key is shown once.
+
+    A person may hold several (one per script or machine), each with its own expiry (none: until revoked).
+    Revoked and expired tokens stay as rows, so a script using one is told why it gets 401.
+    """
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    key_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)  # the key's first characters, to tell tokens apart
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "revoked_at"], name="apitoken_user_live")]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.name or self.prefix}"

@@ -19,6 +19,13 @@ ROSTERS_TEACHERS_ONLY = "Course rosters are for the course's teachers and admins
 ADMINS_ONLY = "Only admins {what}."
 OWNER_OR_ADMIN = "Only its owner or an admin may {what}."
 OWNER_TEACHER_OR_ADMIN = "Only its owner, a teacher or teaching assistant of their course or an admin may {what}."
+# Sign-in paused (portal/web/lockout.py): a locked (username, address) pair, too many tries from one address.
+SIGNIN_LOCKED = (
+    "Too many failed sign-ins for {username} from your network address: signing in as {username} from here is"
+    " paused until {at} (in {wait}). From another network you can sign in now; lab staff can lift the lock sooner,"
+    " or reset your password if you forgot it."
+)
+SIGNIN_THROTTLED = "Too many sign-in attempts from your network address: try again in {wait}."
 # What an owner (or an admin) does, named once for every place that asks.
 RESERVATION_OWNER_ACTION = "open or cancel this reservation"
 JOB_OWNER_ACTION = "cancel this job"

@@ -1,17 +1,16 @@
-"""Reads about people: their courses, the quota in force for them, and their API token."""
+"""Reads about people: their courses, the quota in force for them, and their API tokens."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 from decimal import Decimal
 
-from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
-from portal.accounts.models import Course, CourseRole, Enrollment, Quota, Role, User
+from portal.accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, User
 from portal.accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
 from portal.errors import NotFound
 
@@ -270,17 +269,42 @@ def notices_for(user: User, *, limit: int = 10):
     return user.notices.filter(read_at__isnull=True)[:limit]
 
 
-def token_of(user: User) -> Token | None:
-    return Token.objects.filter(user=user).first()
+def tokens_of(user: User):
+    """The person's API tokens that still work (not revoked, not expired), newest first."""
+    now = timezone.now()
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).exclude(expires_at__lte=now)
 
 
-def token_expires_at(token: Token) -> dt.datetime | None:
-    """When the token stops working: API_TOKEN_TTL_DAYS after it was made; None when tokens do not expire."""
-    if not settings.API_TOKEN_TTL_DAYS:
+def token_live_of(user: User, token_id: int) -> ApiToken:
+    """One of the person's working tokens; NotFound for anyone else's, a revoked or expired one, or none."""
+    token = tokens_of(user).filter(pk=token_id).first()
+    if token is None:
+        raise NotFound("No such API token.")
+    return token
+
+
+def token_find(key: str) -> ApiToken | None:
+    """The token with this key, whatever its state (revoked, expired), with its user; None for no such key."""
+    if not key or len(key) > 100 or "\x00" in key:
         return None
-    return token.created + dt.timedelta(days=settings.API_TOKEN_TTL_DAYS)
+    return ApiToken.objects.select_related("user").filter(key_hash=token_hash(key)).first()
 
 
-def token_expired(token: Token, *, now: dt.datetime | None = None) -> bool:
-    expires_at = token_expires_at(token)
-    return expires_at is not None and expires_at <= (now or timezone.now())
+def token_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def token_refusal(token: ApiToken, *, now: dt.datetime | None = None) -> str | None:
+    """Why the token does not work (a sentence for the 401), or None when it does."""
+
+    def local(moment: dt.datetime) -> str:
+        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+    again = "Make a new one on your account page or with your password from POST /api/v1/token/."
+    if token.revoked_at is not None:
+        return f"This API token was revoked on {local(token.revoked_at)}. {again}"
+    if token.expires_at is not None and token.expires_at <= (now or timezone.now()):
+        return f"This API token expired on {local(token.expires_at)}. {again}"
+    if not token.user.is_active:
+        return "This account is switched off; ask the lab staff."
+    return None

@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
-from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Notice, NoticeLevel, Role, User
-from portal.accounts.selectors import token_expired
-from portal.errors import NotFound
+from portal.accounts.models import (
+    ApiToken,
+    Course,
+    CourseRole,
+    Enrollment,
+    MembershipSource,
+    Notice,
+    NoticeLevel,
+    Role,
+    User,
+)
+from portal.accounts.selectors import token_find, token_hash, token_refusal, tokens_of
+from portal.errors import InvalidInput, NotFound
+
+TOKEN_PREFIX = "glp_"
+# Writing last_used_at on every call would be a write per API request.
+TOKEN_TOUCH_EVERY = dt.timedelta(minutes=1)
 
 
 @transaction.atomic
@@ -88,31 +103,87 @@ def enrollment_remove(*, user: User, course: Course) -> bool:
     return bool(deleted)
 
 
-@transaction.atomic
-def token_obtain(*, user: User, regenerate: bool = False, now: dt.datetime | None = None) -> Token:
-    """The user's API token: the current one while it is valid, else a new one.
+def token_expiry(*, days: int | None, now: dt.datetime | None = None) -> dt.datetime | None:
+    """When a token made now for `days` days expires: None (until revoked) only when API_TOKEN_TTL_DAYS is 0.
 
-    With regenerate, the old one stops working at once. An expired token is replaced, never extended.
-    """
-    token = Token.objects.select_for_update().filter(user=user).first()
-    if token is not None and (regenerate or token_expired(token, now=now)):
-        token.delete()
-        token = None
+    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput)."""
+    ttl = settings.API_TOKEN_TTL_DAYS
+    if days is None:
+        days = ttl or None
+    elif days < 1 or (ttl and days > ttl):
+        limit = f"between 1 and {ttl}" if ttl else "at least 1"
+        raise InvalidInput(f"A token's lifetime is {limit} days.", fields={"expires_in_days": f"{limit} days"})
+    return None if days is None else (now or timezone.now()) + dt.timedelta(days=days)
+
+
+@transaction.atomic
+def token_create(
+    *,
+    user: User,
+    name: str = "",
+    expires_in_days: int | None = None,
+    now: dt.datetime | None = None,
+    capped: bool = True,
+) -> tuple[ApiToken, str]:
+    """A new API token for the person: (the row, the key, which is shown once and stored only hashed).
+
+    At most API_TOKENS_MAX live tokens per person (capped: what people ask for, on the page and the API): one more
+    is refused with a sentence saying to revoke one."""
+    User.objects.select_for_update().filter(pk=user.pk).first()  # one count-and-insert at a time per person
+    live = tokens_of(user).count() if capped else 0
+    if live >= settings.API_TOKENS_MAX:
+        raise InvalidInput(
+            f"You already have {live} API tokens, the most one person may hold: revoke one on your account page.",
+            fields={"name": "too many tokens"},
+        )
+    expires_at = token_expiry(days=expires_in_days, now=now)
+    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name.strip()[:100], key_hash=token_hash(key), prefix=key[:12], expires_at=expires_at
+    )
+    return token, key
+
+
+def token_issue(*, user: User, regenerate: bool = False, name: str = "") -> str:
+    """A new API token's key for an operator (`portal_user --token`, the benchmarks, tests): not capped; with
+    regenerate the person's others are revoked first."""
+    if regenerate:
+        token_revoke_all(user=user)
+    return token_create(user=user, name=name, capped=False)[1]
+
+
+@transaction.atomic
+def token_revoke(*, user: User, token_id: int) -> ApiToken:
+    """Revoke one of the person's tokens: scripts using it get 401 from now on. Someone else's: NotFound."""
+    token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
     if token is None:
-        token, _ = Token.objects.get_or_create(user=user)
+        raise NotFound("No such API token.")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
     return token
 
 
-def token_issue(*, user: User, regenerate: bool = False) -> str:
-    """The key of the user's API token (see token_obtain)."""
-    return token_obtain(user=user, regenerate=regenerate).key
-
-
 @transaction.atomic
-def token_revoke(*, user: User) -> bool:
-    """Delete the user's API token: scripts using it get 401 from now on. True if there was one."""
-    deleted, _ = Token.objects.filter(user=user).delete()
-    return bool(deleted)
+def token_revoke_all(*, user: User) -> int:
+    """Revoke every token of the person; how many were live."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def token_authenticate(key: str, *, now: dt.datetime | None = None) -> tuple[ApiToken | None, str | None]:
+    """(the token, None) for a key that works, marking it used (at most once a minute);
+    (None or the token, the 401's sentence) otherwise."""
+    token = token_find(key)
+    if token is None:
+        return None, "Invalid token."
+    refusal = token_refusal(token, now=now)
+    if refusal is not None:
+        return token, refusal
+    moment = now or timezone.now()
+    if token.last_used_at is None or moment - token.last_used_at >= TOKEN_TOUCH_EVERY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=moment)
+        token.last_used_at = moment
+    return token, None
 
 
 @transaction.atomic
@@ -141,3 +212,11 @@ def notice_dismiss(*, user: User, notice_id: int) -> bool:
     if not mine.exists():
         raise NotFound("No such notice.")
     return bool(mine.filter(read_at__isnull=True).update(read_at=timezone.now()))
+
+
+@transaction.atomic
+def sessions_end_everywhere(*, user: User) -> None:
+    """End every session the person has signed in (browsers, the admin console, WebSockets): Django checks each
+    session's stored hash against User._get_session_auth_hash, which counts this generation in."""
+    User.objects.filter(pk=user.pk).update(session_generation=models.F("session_generation") + 1)
+    user.refresh_from_db(fields=["session_generation"])

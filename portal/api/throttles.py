@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 
 from django.conf import settings
-from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
 
 
 def forwarded_client(peer: str, forwarded_for: str, num_proxies: int) -> str:
@@ -46,3 +46,21 @@ class ClientIpThrottle(ScopedRateThrottle):
 
     def get_ident(self, request) -> str:
         return client_ip(request)
+
+
+class LoginThrottle(SimpleRateThrottle):
+    """Every POST of the HTML login from one client address (LOGIN_THROTTLE_RATE): the page's twin of "token"."""
+
+    scope = "login"
+
+    def get_cache_key(self, request, view) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": client_ip(request)}
+
+
+def client_ip_address(request) -> str | None:
+    """client_ip as an IP address, or None when there is none (a test client, a unix socket): django-axes stores it
+    in an address column (AXES_CLIENT_IP_CALLABLE)."""
+    try:
+        return str(ipaddress.ip_address(client_ip(request)))
+    except ValueError:
+        return None

@@ -6,9 +6,10 @@ from rest_framework.views import APIView
 
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
-from portal.accounts.selectors import courses_of, effective_quota, role_of, token_expires_at
-from portal.accounts.services import token_obtain
+from portal.accounts.selectors import courses_of, effective_quota, role_of
+from portal.accounts.services import token_create
 from portal.api.throttles import ClientIpThrottle
+from portal.web.lockout import locked_error
 
 
 class CourseOut(serializers.Serializer):
@@ -70,19 +71,33 @@ class MeApi(APIView):
 class TokenIn(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=256, trim_whitespace=False)
+    name = serializers.CharField(
+        max_length=100, required=False, allow_blank=True, default="", help_text="What the token is for (any text)."
+    )
+    expires_in_days = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        max_value=3650,
+        help_text="Days until it stops working; at most, and by default, the lab's API_TOKEN_TTL_DAYS.",
+    )
 
 
 class TokenOut(serializers.Serializer):
-    token = serializers.CharField()
+    token = serializers.CharField(help_text="The key: shown only now, stored only hashed.")
+    id = serializers.IntegerField()
+    name = serializers.CharField()
     expires_at = serializers.DateTimeField(
         allow_null=True, help_text="When the token stops working (null: when revoked); then ask again."
     )
 
 
 class TokenApi(APIView):
-    """Trade a username and password for the user's API token (for scripts).
+    """Trade a username and password for a new API token (for scripts).
 
-    The same token comes back until it expires or is revoked (account page, a new password); then a new one.
+    Each call makes a new token (the key is shown once; only its hash is kept), so keep it rather than asking for
+    one on every run. Tokens are listed and revoked on the account page; a new password revokes them all.
     """
 
     authentication_classes: list = []
@@ -94,13 +109,20 @@ class TokenApi(APIView):
     def get_authenticate_header(self, request) -> str:
         return "Token"  # so a failed sign-in is a 401, as for every other credential
 
-    @extend_schema(request=TokenIn, responses=TokenOut, summary="Get your API token with your password")
+    @extend_schema(request=TokenIn, responses=TokenOut, summary="Get a new API token with your password")
     def post(self, request):
         data = TokenIn(data=request.data)
         data.is_valid(raise_exception=True)
-        user = authenticate(request, **data.validated_data)
+        credentials = {"username": data.validated_data["username"], "password": data.validated_data["password"]}
+        # Django's request, so that django-axes marks a locked (username, address) pair where its middleware looks.
+        user = authenticate(request._request, **credentials)
+        if user is None and getattr(request._request, "axes_locked_out", False):
+            raise locked_error(request._request, credentials)
         if user is None:
             # One answer for unknown users and wrong passwords: never reveal which accounts exist.
             raise exceptions.AuthenticationFailed("Wrong username or password.")
-        token = token_obtain(user=user)
-        return Response(TokenOut({"token": token.key, "expires_at": token_expires_at(token)}).data)
+        token, key = token_create(
+            user=user, name=data.validated_data["name"], expires_in_days=data.validated_data["expires_in_days"]
+        )
+        body = {"token": key, "id": token.pk, "name": token.name, "expires_at": token.expires_at}
+        return Response(TokenOut(body).data)  # 200, as before tokens were many

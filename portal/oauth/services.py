@@ -34,3 +34,26 @@ def hub_client_sync() -> AbstractApplication:
     # update_or_create locks the row, and a concurrent first creation falls back to updating the winner's.
     application, _ = Application.objects.update_or_create(client_id=settings.HUB_OAUTH_CLIENT_ID, defaults=fields)
     return application
+
+
+def oauth_tokens_revoke(*, user) -> int:
+    """Revoke what the portal's OAuth provider handed out for this person (to the hub and any other client):
+    access, refresh and ID tokens and unused grants. The hub's next userinfo or refresh call with them fails.
+    How many access and refresh tokens there were."""
+    from django.db import transaction
+    from oauth2_provider.models import (
+        get_access_token_model,
+        get_grant_model,
+        get_id_token_model,
+        get_refresh_token_model,
+    )
+
+    with transaction.atomic():
+        refresh = get_refresh_token_model().objects.filter(user=user, revoked__isnull=True)
+        count = refresh.count()
+        for token in refresh:
+            token.revoke()  # also deletes its access token
+        access, _ = get_access_token_model().objects.filter(user=user).delete()
+        get_id_token_model().objects.filter(user=user).delete()
+        get_grant_model().objects.filter(user=user).delete()
+    return count + access

@@ -15,17 +15,10 @@ from labs.notebooks.selectors import notebooks_live_of
 from labs.reservations.selectors import reservations_of, reservations_pending
 from labs.selectors import lab_summary, usage_of
 from portal.accounts.models import User
-from portal.accounts.selectors import (
-    courses_of,
-    effective_quota,
-    notices_for,
-    people_by_role,
-    token_expired,
-    token_expires_at,
-    token_of,
-)
-from portal.accounts.services import notice_dismiss, token_issue, token_revoke
+from portal.accounts.selectors import courses_of, effective_quota, notices_for, people_by_role, tokens_of
+from portal.accounts.services import notice_dismiss
 from portal.accounts.signin.oidc import oidc_enabled
+from portal.web.lockout import login_throttled
 from portal.web.signin import oidc_start_url
 
 
@@ -46,6 +39,11 @@ class LoginView(auth_views.LoginView):
         context["password_form"] = settings.LOCAL_LOGIN != "off" or context["ldap_enabled"]
         return context
 
+    def post(self, request, *args, **kwargs):
+        # Per address first (LOGIN_THROTTLE_RATE); django-axes then locks a (username, address) pair that failed
+        # too often (its middleware answers with portal.web.lockout.lockout_response).
+        return login_throttled(request) or super().post(request, *args, **kwargs)
+
     def form_invalid(self, form):
         # A failed sign-in is bad input: say so with a 400, and the form shows why.
         response = super().form_invalid(form)
@@ -59,10 +57,12 @@ class PasswordChangeView(auth_views.PasswordChangeView):
     http_method_names = ["get", "post", "head", "options"]
 
     def form_valid(self, form):
-        had_token = token_of(self.request.user) is not None
-        response = super().form_valid(form)  # saving the new password revokes the API token (User.save)
-        if had_token:
-            messages.success(self.request, "Your password was changed, and your API token revoked with it.")
+        had_tokens = tokens_of(self.request.user).exists()
+        # Saving the new password revokes the API tokens (User.save) and ends the person's other sessions (Django
+        # keeps this one: update_session_auth_hash).
+        response = super().form_valid(form)
+        if had_tokens:
+            messages.success(self.request, "Your password was changed, and your API tokens revoked with it.")
         else:
             messages.success(self.request, "Your password was changed.")
         return response
@@ -109,43 +109,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     else:
         template = "dashboard/student.html"
     return render(request, template, context)
-
-
-def _account_page(request: HttpRequest, *, status: int = 200) -> HttpResponse:
-    token = token_of(request.user)
-    context = {"token": token}
-    if token is not None:
-        context.update(token_expires_at=token_expires_at(token), token_expired=token_expired(token))
-    return render(request, "account.html", context, status=status)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def account(request: HttpRequest) -> HttpResponse:
-    if request.method == "GET":
-        return _account_page(request)
-    token = token_of(request.user)
-    live = token is not None and not token_expired(token)
-    action = request.POST.get("action", "new")
-    if action == "revoke":
-        if token is None:
-            messages.info(request, "You have no API token to revoke.")
-            return redirect("account")
-        if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm: scripts using the token stop working at once.")
-            return _account_page(request, status=400)
-        token_revoke(user=request.user)
-        messages.success(request, "Your API token was revoked: scripts using it now get 401.")
-        return redirect("account")
-    if action != "new":
-        messages.error(request, "Choose to make a new token or to revoke the one you have.")
-        return _account_page(request, status=400)
-    if live and request.POST.get("confirm") != "yes":
-        messages.error(request, "Tick the box to confirm: the old token stops working at once.")
-        return _account_page(request, status=400)
-    token_issue(user=request.user, regenerate=token is not None)
-    messages.success(request, "A new API token was made." if token is not None else "Your API token was made.")
-    return redirect("account")
 
 
 @login_required

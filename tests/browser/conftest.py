@@ -41,12 +41,41 @@ def browser():
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
+# Every page of every browser test is watched for Content-Security-Policy violations: Chromium's console message
+# ("Refused to ... because it violates the following Content Security Policy directive") and the DOM's
+# securitypolicyviolation event, reported to the console by a script Playwright injects (injected scripts are not
+# subject to the page's policy). One violation fails the test that caused it.
+CSP_PROBE = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  console.error("CSP violation: " + event.effectiveDirective + " blocked " + (event.blockedURI || "inline")
+    + " on " + event.documentURI + " line " + event.lineNumber);
+});
+"""
+
+
+def watch_csp(context) -> list[str]:
+    """Collect the CSP violations of every page of a Playwright browser context into the returned list."""
+    found: list[str] = []
+    context.add_init_script(CSP_PROBE)
+
+    def on_console(message):
+        text = message.text
+        if "Content Security Policy" in text or text.startswith("CSP violation:"):
+            found.append(f"{message.page.url if message.page else '?'}: {text}")
+
+    context.on("console", on_console)
+    return found
+
+
 @pytest.fixture
 def page(browser, request):
     context = browser.new_context(viewport={"width": 1280, "height": 860})
+    violations = watch_csp(context)
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
     context.close()
+    if violations:
+        pytest.fail("Content-Security-Policy violations:\n" + "\n".join(violations), pytrace=False)

@@ -115,7 +115,8 @@ def test_the_grid_updates_live_without_a_reload(asgi_portal, page):
     # Updates arrive in sequence and change what is shown, in place.
     first_seq = int(grid.get_attribute("data-seq"))
     readings = page.locator('[data-field="util"], [data-field="power"]').all_inner_texts()
-    page.wait_for_function(f"Number(document.getElementById('gpu-grid').dataset.seq) >= {first_seq + 3}")
+    # A function, not an expression string: Playwright evaluates strings with eval, which the CSP refuses.
+    page.wait_for_function("(n) => Number(document.getElementById('gpu-grid').dataset.seq) >= n", arg=first_seq + 3)
     assert page.locator('[data-field="util"], [data-field="power"]').all_inner_texts() != readings
 
     # Maria stops her notebook: the ledger changes, and her GPU turns free on the open page.

@@ -13,7 +13,8 @@ from tests.test_deploy import PRODUCTION_ENV, manage
 
 # | `secret` (`namespace`) | `KEY` | required | what |   (the secret's cell is empty on its further rows)
 ROW = re.compile(
-    r"^\| (`(?P<secret>[a-z0-9-]+)` \(`[a-z0-9-]+`\))? *\| `(?P<key>[A-Za-z_.]+)`.*?\| (?P<req>yes|demo only) \|"
+    r"^\| (`(?P<secret>[a-z0-9-]+)` \(`[a-z0-9-]+`\))? *\| `(?P<key>[A-Za-z_.]+)`.*?"
+    r"\| (?P<req>yes|demo only|optional) \|"
 )
 GUIDE = (ROOT / "deploy" / "README.md").read_text()
 

@@ -1,8 +1,8 @@
 """Bad input to the API gets a 4xx with the error body of the contract, and changes nothing."""
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from portal.accounts.models import ApiToken
 from tests.factories import PASSWORD, UserFactory
 
 
@@ -24,7 +24,7 @@ def test_wrong_password_and_unknown_user_get_the_same_401(api, user, username, p
     response = api.post("/api/v1/token/", {"username": username, "password": password}, format="json")
     assert response.status_code == 401
     assert response.json() == {"detail": "Wrong username or password.", "code": "authentication_failed"}
-    assert not Token.objects.exists()
+    assert not ApiToken.objects.exists()
 
 
 def test_malformed_json_is_400(api, user):

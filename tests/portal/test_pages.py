@@ -1,9 +1,9 @@
 import pytest
-from rest_framework.authtoken.models import Token
 
 from labs.inventory import demo_specs
 from labs.models import Node
 from labs.services import inventory_sync
+from portal.accounts.models import ApiToken
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -57,21 +57,17 @@ def test_password_change(client):
     assert user.check_password("a-new-long-pass-4090")
 
 
-def test_api_token_make_and_regenerate_with_confirmation(client):
+def test_api_token_made_on_the_account_page_is_shown_once_and_listed(client):
     user = UserFactory()
     client.force_login(user)
-    assert "You have no API token yet." in client.get("/account/").content.decode()
-    client.post("/account/")
-    first = Token.objects.get(user=user).key
-    assert first in client.get("/account/").content.decode()
-
-    unconfirmed = client.post("/account/")
-    assert unconfirmed.status_code == 400
-    assert Token.objects.get(user=user).key == first
-
-    client.post("/account/", {"confirm": "yes"})
-    second = Token.objects.get(user=user).key
-    assert second != first
+    assert "You have no API token." in client.get("/account/").content.decode()
+    made = client.post("/account/", {"name": "laptop", "expires_in_days": "30"})
+    assert made.status_code == 200
+    key = made.context["new_key"]
+    assert key in made.content.decode() and "shown only this once" in made.content.decode()
+    page = client.get("/account/").content.decode()
+    assert key not in page and "laptop" in page and key[:12] in page
+    assert ApiToken.objects.get(user=user).key_hash != key  # stored hashed
 
 
 def test_nodes_page_filters_by_status_and_says_when_none_match(client):

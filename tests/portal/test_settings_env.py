@@ -167,3 +167,11 @@ def test_the_pool_bounds_the_connections_of_request_threads(pool):
     assert result.returncode == 0, result.stderr
     held = int(result.stdout.split()[-1])
     assert 1 <= held <= 4 if pool else held > 4
+
+
+@pytest.mark.parametrize("name", ["LOGIN_THROTTLE_RATE", "TOKEN_THROTTLE_RATE"])
+def test_a_throttle_rate_that_is_not_a_rate_stops_the_start(name):
+    result = _settings_in_subprocess({"DEBUG": "true", name: "twenty a minute"})
+    assert result.returncode != 0
+    assert f"{name} must be a rate such as 20/min" in result.stderr
+    assert _settings_in_subprocess({"DEBUG": "true", name: "5/hour"}).returncode == 0

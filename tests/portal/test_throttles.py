@@ -21,8 +21,10 @@ RATE = 5
 
 
 @pytest.fixture
-def token_rate(monkeypatch):
-    """The token endpoint at 5 tries a minute (production's default is 20; the test settings lift it)."""
+def token_rate(monkeypatch, settings):
+    """The token endpoint at 5 tries a minute (production's default is 20; the test settings lift it); the lockout
+    per (username, address) out of the way (tests/portal/test_signin_lockout.py tests it)."""
+    settings.AXES_FAILURE_LIMIT = 1000
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "token": "5/min"})
 
 

@@ -9,8 +9,8 @@ import datetime as dt
 import pytest
 from asgiref.sync import async_to_sync
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from portal.accounts.models import ApiToken
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 from tests.labs.telemetry.test_websocket import connect, lab, session_headers, token_headers  # noqa: F401  (fixture)
 
@@ -95,5 +95,5 @@ def test_an_expired_token_does_not_open_a_socket(people, settings):
     settings.API_TOKEN_TTL_DAYS = 30
     headers = token_headers(people["admin"])
     assert connects(headers) is True
-    Token.objects.filter(user=people["admin"]).update(created=timezone.now() - dt.timedelta(days=31))
+    ApiToken.objects.filter(user=people["admin"]).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
     assert connects(headers) is False

@@ -1,0 +1,88 @@
+"""The account page: API tokens (list, make, revoke one) and sign out everywhere. Thin: gather, call, render."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from portal.accounts.selectors import token_live_of, tokens_of
+from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke
+from portal.errors import InvalidInput
+from portal.oauth.services import oauth_tokens_revoke
+
+LIFETIMES = (7, 30, 90, 365)  # the page's choices, in days, cut to API_TOKEN_TTL_DAYS
+
+
+def _lifetimes(ttl: int) -> list[int]:
+    days = [d for d in LIFETIMES if not ttl or d <= ttl]
+    return days if not ttl or ttl in days else [*days, ttl]
+
+
+def _page(request: HttpRequest, *, status: int = 200, **extra) -> HttpResponse:
+    ttl = settings.API_TOKEN_TTL_DAYS
+    context = {
+        "tokens": list(tokens_of(request.user)),
+        "lifetimes": _lifetimes(ttl),
+        "default_lifetime": ttl,
+        "tokens_max": settings.API_TOKENS_MAX,
+        **extra,
+    }
+    return render(request, "account.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request: HttpRequest) -> HttpResponse:
+    """GET the page; POST makes a new token (name, lifetime) and shows its key this once."""
+    if request.method == "GET":
+        return _page(request)
+    raw = request.POST.get("expires_in_days", "").strip()
+    if raw not in ("", "never") and not raw.isdigit():
+        messages.error(request, "Choose how long the token works from the list.")
+        return _page(request, status=400)
+    days = None if raw in ("", "never") else int(raw)  # none: the lab's default (never only when TTL is 0)
+    try:
+        token, key = token_create(user=request.user, name=request.POST.get("name", ""), expires_in_days=days)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return _page(request, status=400)
+    messages.success(request, "Your new API token was made. Copy it now: it is shown only this once.")
+    return _page(request, new_key=key, new_token=token)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
+    """GET asks first (what stops working); POST revokes. Someone else's token, a revoked or unknown one: 404."""
+    token = token_live_of(request.user, token_id)
+    if request.method == "GET":
+        return render(request, "auth/token_revoke.html", {"token": token})
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Tick the box to confirm: scripts using the token get 401 at once.")
+        return render(request, "auth/token_revoke.html", {"token": token}, status=400)
+    token = token_revoke(user=request.user, token_id=token.pk)
+    label = token.name or token.prefix + "…"
+    messages.success(request, f"The API token {label} was revoked: scripts using it now get 401.")
+    return redirect("account")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
+    """GET asks first; POST ends every session of the person, here and at the hub's sign-in, and signs out."""
+    if request.method == "GET":
+        return render(request, "auth/sign_out_everywhere.html")
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Tick the box to confirm: every browser signed in as you is signed out.")
+        return render(request, "auth/sign_out_everywhere.html", status=400)
+    user = request.user
+    sessions_end_everywhere(user=user)
+    oauth_tokens_revoke(user=user)
+    logout(request)
+    messages.success(request, "You were signed out everywhere: every browser and the notebook service sign in again.")
+    return redirect("login")
