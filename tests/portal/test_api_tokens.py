@@ -263,7 +263,7 @@ def test_yesterdays_clear_text_tokens_are_carried_over_hashed(api, settings):
     settings.API_TOKEN_TTL_DAYS = 90
     user = UserFactory(username="ada")
     old = Token.objects.create(user=user)
-    migration = importlib.import_module("portal.accounts.migrations.0004_api_tokens_and_session_generation")
+    migration = importlib.import_module("portal.accounts.migrations.0006_api_tokens_and_session_generation")
     migration.carry_over_drf_tokens(apps, None)
     assert not Token.objects.exists()
     carried = row(old.key)
