@@ -17,11 +17,13 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Max, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from labs.models import Allocation, AllocationKind
+from labs.signals import ledger_closed
 from portal.accounts.models import User
 
 ONE = Decimal("1")
@@ -134,7 +136,15 @@ def allocations_close(
     changes: dict[str, object] = {"ends_at": at}
     if reason is not None:
         changes["reason"] = reason[:200]
-    return rows.update(**changes)
+    holders = set(rows.values_list("user_id", "course_id"))
+    closed = rows.update(**changes)
+    if closed:
+        user_ids = sorted({user_id for user_id, _ in holders})
+        course_ids = sorted({course_id for _, course_id in holders if course_id is not None})
+        transaction.on_commit(
+            lambda: ledger_closed.send(sender=Allocation, user_ids=user_ids, course_ids=course_ids, at=at)
+        )
+    return closed
 
 
 def allocations_discard(*, ref: Ref) -> int:

@@ -26,6 +26,10 @@ class PortalUserManager(UserManager):
 
 class User(AbstractUser):
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT, db_index=True)
+    usage_report_email = models.BooleanField(
+        default=True,
+        help_text="Teachers and admins: the weekly usage summary by e-mail (turned off on the account page).",
+    )
 
     objects = PortalUserManager()
 
