@@ -109,3 +109,10 @@ def notice_dismiss(*, user: User, notice_id: int) -> bool:
     if not mine.exists():
         raise NotFound("No such notice.")
     return bool(mine.filter(read_at__isnull=True).update(read_at=timezone.now()))
+
+
+def user_report_email_set(*, user: User, wanted: bool) -> bool:
+    """Turn the weekly usage summary by e-mail on or off for this person; True if it changed."""
+    with transaction.atomic():
+        changed = User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted)
+        return bool(changed.update(usage_report_email=wanted))

@@ -23,7 +23,7 @@ from portal.accounts.selectors import (
     token_expires_at,
     token_of,
 )
-from portal.accounts.services import notice_dismiss, token_issue, token_revoke
+from portal.accounts.services import notice_dismiss, token_issue, token_revoke, user_report_email_set
 
 
 class LoginView(auth_views.LoginView):
@@ -112,6 +112,16 @@ def account(request: HttpRequest) -> HttpResponse:
     token = token_of(request.user)
     live = token is not None and not token_expired(token)
     action = request.POST.get("action", "new")
+    if action == "reports":
+        wanted = request.POST.get("usage_report_email") == "yes"
+        user_report_email_set(user=request.user, wanted=wanted)
+        messages.success(
+            request,
+            "You will get the weekly usage summary by e-mail."
+            if wanted
+            else "You will no longer get the weekly usage summary by e-mail.",
+        )
+        return redirect("account")
     if action == "revoke":
         if token is None:
             messages.info(request, "You have no API token to revoke.")
