@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Iterable
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 from django.db.models import F, FloatField, Q, QuerySet, Sum
@@ -27,6 +27,14 @@ from portal.accounts.models import Course, User
 from portal.errors import NotFound
 
 HUNDRED = Decimal(100)
+CENT = Decimal("0.01")
+
+
+def money(value: Decimal) -> Decimal:
+    """Amounts of money round half up to the cent, as a bill does."""
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
 WORK_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)
 
 
@@ -52,7 +60,7 @@ class BudgetUse:
     @property
     def cost(self) -> Decimal | None:
         parts = [part for part in (self.gpu_cost, self.energy_cost) if part is not None]
-        return sum(parts, Decimal(0)).quantize(Decimal("0.01")) if parts else None
+        return money(sum(parts, Decimal(0))) if parts else None
 
     @property
     def currency(self) -> str:
@@ -122,11 +130,11 @@ def budget_use(budget: Budget, *, now: dt.datetime | None = None, with_energy: b
         return BudgetUse(budget, None, Decimal("0.00"), None, None, None)
     end = min(period.end, now)
     used = gpu_hours(_ledger_rows(budget), start=period.start, end=end)
-    gpu_cost = (used * budget.price_per_gpu_hour).quantize(Decimal("0.01")) if budget.price_per_gpu_hour else None
+    gpu_cost = money(used * budget.price_per_gpu_hour) if budget.price_per_gpu_hour is not None else None
     kwh = energy_cost = None
     if with_energy and budget.price_per_kwh is not None:
         kwh = energy_kwh(budget, start=period.start, end=end)
-        energy_cost = (kwh * budget.price_per_kwh).quantize(Decimal("0.01"))
+        energy_cost = money(kwh * budget.price_per_kwh)
     return BudgetUse(budget, period, used, kwh, gpu_cost, energy_cost)
 
 
