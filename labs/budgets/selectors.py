@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from labs.budgets.periods import Period, budget_period
 from labs.budgets.validation import parse_thresholds
-from labs.ledger import gpu_hours
+from labs.ledger import gpu_hours, gpu_hours_by_course, week_start
 from labs.models import Allocation, AllocationKind, GpuMinute
 from labs.models.budgets import Budget, BudgetAction
 from portal.accounts.models import Course, User
+from portal.accounts.selectors import courses_in_term
 from portal.errors import NotFound
 
 HUNDRED = Decimal(100)
@@ -165,3 +166,31 @@ def alert_recipients(budget: Budget) -> list[User]:
     people = User.objects.filter(is_active=True)
     scope = Q(courses_taught=budget.course_id) if budget.course_id else Q(pk=budget.user_id)
     return list(people.filter(scope | Q(role="admin") | Q(is_superuser=True)).distinct().order_by("username"))
+
+
+# --- For /metrics (labs/metrics.py): a few grouped queries per scrape ---------------------------------------------
+
+
+def course_gpu_hours_this_week(*, now: dt.datetime | None = None) -> dict[str, Decimal]:
+    """GPU-hours each course in term has used since Monday 00:00 (lab time), by course code, in one query."""
+    now = now or timezone.now()
+    codes = dict(courses_in_term(today=timezone.localtime(now).date()).values_list("pk", "code"))
+    hours = gpu_hours_by_course(codes, start=week_start(now), end=now)
+    return {codes[pk]: used for pk, used in hours.items()}
+
+
+def course_gpus_held() -> dict[str, Decimal]:
+    """GPUs (shares added up) each course's notebooks and jobs hold now, by course code."""
+    rows = (
+        Allocation.objects.filter(ends_at__isnull=True, kind__in=WORK_KINDS, course__isnull=False)
+        .values_list("course__code")
+        .annotate(held=Sum("share"))
+    )
+    return {code: held for code, held in rows}
+
+
+def budgets_in_force(*, now: dt.datetime | None = None) -> list[BudgetUse]:
+    """Every budget counting now, with its use (no energy: that is the API's and the console's)."""
+    now = now or timezone.now()
+    budgets = Budget.objects.select_related("course", "user").order_by("pk")
+    return [use for use in budgets_use(budgets, now=now, with_energy=False) if use.period is not None]
