@@ -26,8 +26,9 @@ def test_the_dashboard_imports_with_a_prometheus_data_source():
 
 
 @pytest.mark.django_db
-def test_every_metric_the_dashboard_charts_is_on_metrics(client, settings):
+def test_every_metric_the_dashboard_charts_is_on_metrics(client, settings, frozen_now):
     settings.DEBUG = True
+    frozen_now("2026-11-18 12:00")
     course = CourseFactory(code="DL-101")
     AllocationFactory(course=course)
     Budget.objects.create(
