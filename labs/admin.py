@@ -1,9 +1,12 @@
 from django import forms
 from django.contrib import admin, messages
 
+from labs.budgets.admin_console import BudgetAdmin, BudgetAlertAdmin
 from labs.images import ImageRule
 from labs.models import (
     Allocation,
+    Budget,
+    BudgetAlert,
     Gpu,
     GpuAlert,
     Node,
@@ -357,3 +360,7 @@ class NotebookSessionAdmin(admin.ModelAdmin):
             self.message_user(request, f"Asked to stop: {', '.join(done)}.", messages.SUCCESS)
         for problem in failed:
             self.message_user(request, problem, messages.ERROR)
+
+
+admin.site.register(Budget, BudgetAdmin)
+admin.site.register(BudgetAlert, BudgetAlertAdmin)

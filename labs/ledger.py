@@ -17,11 +17,13 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Max, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from labs.models import Allocation, AllocationKind
+from labs.signals import ledger_closed
 from portal.accounts.models import User
 
 ONE = Decimal("1")
@@ -134,7 +136,15 @@ def allocations_close(
     changes: dict[str, object] = {"ends_at": at}
     if reason is not None:
         changes["reason"] = reason[:200]
-    return rows.update(**changes)
+    holders = set(rows.values_list("user_id", "course_id"))
+    closed = rows.update(**changes)
+    if closed:
+        user_ids = sorted({user_id for user_id, _ in holders})
+        course_ids = sorted({course_id for _, course_id in holders if course_id is not None})
+        transaction.on_commit(
+            lambda: ledger_closed.send(sender=Allocation, user_ids=user_ids, course_ids=course_ids, at=at)
+        )
+    return closed
 
 
 def allocations_discard(*, ref: Ref) -> int:
@@ -209,3 +219,19 @@ def week_gpu_hours_by_user(user_ids: Iterable[int], *, now: dt.datetime | None =
     """`week_gpu_hours` for many people in one query (the scheduling pass, the notebook pass)."""
     now = now or timezone.now()
     return gpu_hours_by_user(user_ids, start=week_start(now), end=now)
+
+
+def gpu_hours_by_course(course_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
+    """GPU-hours of notebooks and jobs counted for each course within [start, end), in one query (the ledger's
+    `course`: the course a session or job counted for; reservations are not use)."""
+    course_ids = list(course_ids)
+    overlapping = (
+        Allocation.objects.filter(course_id__in=course_ids, starts_at__lt=end)
+        .exclude(ends_at__lte=start)
+        .exclude(kind=AllocationKind.RESERVATION)
+    )
+    totals: dict[int, Decimal] = dict.fromkeys(course_ids, Decimal(0))
+    for row in overlapping.values("course_id", "share").annotate(held=Sum(_held(start, end))):
+        if row["held"]:
+            totals[row["course_id"]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
+    return {course_id: total.quantize(Decimal("0.01")) for course_id, total in totals.items()}

@@ -725,3 +725,44 @@ TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5
 TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
 # Celery queues whose lengths /metrics reports.
 PORTAL_METRICS_QUEUES = envlist("PORTAL_METRICS_QUEUES", ["celery"])
+
+# --- Budgets, alerts and e-mail (labs/budgets) -----------------------------------------------------------------------
+# Budgets' prices and costs are in this currency (an ISO code or symbol, shown as is).
+USAGE_CURRENCY = envstr("USAGE_CURRENCY", "EUR")
+# Alert at these percentages of a budget (a budget may set its own); each once per budget and period.
+BUDGET_ALERT_THRESHOLDS = envstr("BUDGET_ALERT_THRESHOLDS", "50,80,100")
+try:
+    from labs.budgets.validation import parse_thresholds as _parse_thresholds
+
+    _parse_thresholds(BUDGET_ALERT_THRESHOLDS)
+except ValueError as _why:
+    raise ImproperlyConfigured(f"BUDGET_ALERT_THRESHOLDS: {_why}") from None
+BUDGETS_CHECK_INTERVAL_S = envint("BUDGETS_CHECK_INTERVAL_S", 300, minimum=10)
+BUDGETS_CHECK_ON_END = envbool("BUDGETS_CHECK_ON_END", default=True)  # also check right after work ends
+CELERY_BEAT_SCHEDULE["budgets-check"] = {
+    "task": "labs.tasks.budgets_check",
+    "schedule": float(BUDGETS_CHECK_INTERVAL_S),
+}
+# The weekly usage summary (teachers: their courses; admins: the lab) goes out from this hour on Monday (lab time);
+# beat looks every USAGE_REPORT_CHECK_S whether someone is due it.
+USAGE_REPORT_HOUR = envint("USAGE_REPORT_HOUR", 7, minimum=0, maximum=23)
+USAGE_REPORT_CHECK_S = envint("USAGE_REPORT_CHECK_S", 3600, minimum=60)
+CELERY_BEAT_SCHEDULE["usage-weekly-report"] = {
+    "task": "labs.tasks.usage_weekly_report",
+    "schedule": float(USAGE_REPORT_CHECK_S),
+}
+# E-mail: the console (printed by the process) in the embedded run; SMTP when EMAIL_HOST is set.
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_BACKEND = envstr(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = envint("EMAIL_PORT", 587 if EMAIL_HOST else 25, minimum=1, maximum=65535)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=bool(EMAIL_HOST))
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", default=False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", f"{LAB_NAME} <gpu-lab@localhost>")

@@ -44,9 +44,11 @@ ruff format --check --quiet . || { echo "ruff format would change files: run 'ru
 echo "==> pytest (PostgreSQL)"
 python -m pytest "$@"
 # The embedded path: the run command's SQLite (tests/settings_sqlite.py) under the reservation, job and notebook
-# service tests, the overlapping-booking race included. Only for a whole run: with test paths given, the one above.
+# service tests, the overlapping-booking race included, and the budgets' alerts and block. Only for a whole run:
+# with test paths given, the one above.
 for arg in "$@"; do case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && exit 0 ;; esac; done
 echo "==> pytest (SQLite, the embedded path)"
 exec python -m pytest --ds=tests.settings_sqlite "$@" \
   tests/labs/reservations/test_services.py tests/labs/reservations/test_api.py tests/labs/test_placement.py \
-  tests/labs/test_course_term.py tests/jobs/test_services.py tests/notebooks/test_notebooks.py
+  tests/labs/test_course_term.py tests/jobs/test_services.py tests/notebooks/test_notebooks.py \
+  tests/labs/budgets/test_alerts.py tests/labs/budgets/test_block.py

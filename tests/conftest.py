@@ -145,3 +145,21 @@ def frozen_now(monkeypatch):
         return moment
 
     return freeze
+
+
+# --- E-mail through a real SMTP server on loopback --------------------------------------------------------------------
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server (aiosmtpd, tests/mail.py) on a free port of 127.0.0.1, with Django's SMTP backend pointed
+    at it; `smtp_server.messages` / `.to(address)` are what arrived. Stops after the test."""
+    from tests.mail import SmtpServer
+
+    server = SmtpServer().start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_TIMEOUT = 10
+    settings.DEFAULT_FROM_EMAIL = "GPU Lab <gpu-lab@lab.example>"
+    yield server
+    server.stop()

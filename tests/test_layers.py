@@ -60,12 +60,21 @@ SHARED_HELPERS = ("portal.errors", "portal.dates", "portal.env")
 # b. Capabilities, most specific first, and the modules each lets other capabilities import. An entry names a module
 # and, when it is a package, the modules inside it (`labs.models` covers `labs.models.nodes`), except the capability's
 # own root package, which stands for its `__init__` only.
-CAPABILITIES = ("labs.reservations", "labs.notebooks", "labs.telemetry", "portal.accounts", "labs", "jobs")
+CAPABILITIES = (
+    "labs.reservations",
+    "labs.notebooks",
+    "labs.telemetry",
+    "labs.budgets",
+    "portal.accounts",
+    "labs",
+    "jobs",
+)
 # The models of a capability live in its app's models package (one app, one set of migrations), one module per topic.
 MODEL_HOMES = {
     "labs.models.reservations": "labs.reservations",
     "labs.models.notebooks": "labs.notebooks",
     "labs.models.telemetry": "labs.telemetry",
+    "labs.models.budgets": "labs.budgets",
 }
 ENTRY_POINTS = {
     "portal.accounts": (
@@ -108,6 +117,12 @@ ENTRY_POINTS = {
         "labs.telemetry.selectors",
         "labs.telemetry.services",
         "labs.models.telemetry",
+    ),
+    "labs.budgets": (
+        "labs.budgets",
+        "labs.budgets.selectors",
+        "labs.budgets.services",  # the guard notebooks and jobs call before they queue
+        "labs.models.budgets",
     ),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }

@@ -150,6 +150,18 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404, 404)},
+    # Budgets: everyone reads what they may see; only admins write (403 before any budget is looked up).
+    "api/v1/budgets/": {
+        "get": (401, 200, 200, 200, 200),
+        "post": (401, 403, 403, 400, 403),
+        "other": (401, 403, 403, 405, 403),
+    },
+    "api/v1/budgets/<int:budget_id>/": {
+        "get": (401, 404, 404, 404, 404),
+        "patch": (401, 403, 403, 404, 403),
+        "delete": (401, 403, 403, 404, 403),
+        "other": (401, 403, 403, 405, 403),
+    },
     "api/v1/schema/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/docs/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/redoc/": {"get": (401, 200, 200, 200, 200)},

@@ -21,6 +21,7 @@ from jobs.policy import QueuedJob
 from jobs.services.scheduling import Preview, formatter, preview, user_key
 from jobs.services.transitions import job_request_stop, transition
 from jobs.services.validation import JobRequest, validate_request
+from labs.budgets.services import budgets_guard
 from labs.ledger import week_gpu_hours
 from portal.accounts.models import User
 from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
@@ -29,7 +30,7 @@ from portal.accounts.selectors import effective_quota
 from portal.errors import Conflict, QuotaExceeded
 
 
-def _check_quota(user: User, request: JobRequest, now: dt.datetime) -> None:
+def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: bool = True) -> None:
     limits = effective_quota(user)
     if request.gpus > limits.max_gpus_per_job:
         raise QuotaExceeded(
@@ -59,6 +60,9 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime) -> None:
             used=float(used),
             allowed=float(limits.gpu_hours_week),
         )
+    # A budget it counts against (the person's, its course's), used up and set to block, refuses it.
+    course = request.course or (request.reservation.course if request.reservation else None)
+    budgets_guard(user=user, course=course, now=now, tell=tell)
 
 
 def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
@@ -120,7 +124,7 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
     rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
     try:
-        _check_quota(user, request, now)
+        _check_quota(user, request, now, tell=False)
     except QuotaExceeded as exc:
         return Preview(False, f"No: {exc.message}")
     return preview(queued_from_request("preview", user, request, now), now=now)

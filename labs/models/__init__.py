@@ -5,12 +5,14 @@
 - reservations.py  Reservation, ReservationNode, their statuses, HOLDING_STATUSES and WORKING_STATUSES
 - notebooks.py     NotebookProfile, NotebookSession, their statuses and the NOTEBOOK_* groups of them
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
+- budgets.py       Budget, BudgetAlert, UsageReportSent: GPU-hour budgets, the alerts told, the weekly reports sent
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
 
 `from labs.models import X` is the way in for every name below.
 """
 
 from labs.images import ImageRule
+from labs.models.budgets import Budget, BudgetAction, BudgetAlert, BudgetPeriod, UsageReportSent
 from labs.models.ledger import Allocation, AllocationKind
 from labs.models.nodes import Gpu, Node, NodeStatus, node_name_validator
 from labs.models.notebooks import (
@@ -38,6 +40,10 @@ __all__ = [
     "WORKING_STATUSES",
     "Allocation",
     "AllocationKind",
+    "Budget",
+    "BudgetAction",
+    "BudgetAlert",
+    "BudgetPeriod",
     "Gpu",
     "GpuAlert",
     "GpuAlertKind",
@@ -52,5 +58,6 @@ __all__ = [
     "Reservation",
     "ReservationNode",
     "ReservationStatus",
+    "UsageReportSent",
     "node_name_validator",
 ]

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close, refs_of, week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, AllocationKind, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks import enqueue
@@ -88,6 +89,8 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
             allowed=float(quota.gpu_hours_week),
         )
     course = _course_for(user, chosen)
+    # A budget it counts against, used up and set to block, refuses it (warn-only ones tell the person).
+    budgets_guard(user=user, course=course, now=now)
     with transaction.atomic():
         # One request at a time per person: twenty parallel presses leave exactly as many sessions as allowed.
         User.objects.select_for_update().filter(pk=user.pk).first()

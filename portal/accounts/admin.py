@@ -52,7 +52,7 @@ class UserAdmin(DjangoUserAdmin):
     search_fields = ["username", "first_name", "last_name", "email"]
     fieldsets = (
         (None, {"fields": ("username", "password", "role", "role_source")}),
-        ("Person", {"fields": ("first_name", "last_name", "email")}),
+        ("Person", {"fields": ("first_name", "last_name", "email", "usage_report_email")}),
         ("Access", {"fields": ("is_active", "is_superuser", "groups"), "classes": ["collapse"]}),
         ("Dates", {"fields": ("last_login", "date_joined"), "classes": ["collapse"]}),
     )

@@ -41,6 +41,10 @@ class User(AbstractUser):
     )
     # "Sign out everywhere" counts it up: every session signed in before carries the old count and ends.
     session_generation = models.PositiveIntegerField(default=0, editable=False)
+    usage_report_email = models.BooleanField(
+        default=True,
+        help_text="Teachers and admins: the weekly usage summary by e-mail (turned off on the account page).",
+    )
 
     objects = PortalUserManager()
 

@@ -8,8 +8,10 @@ the same on a page, in the API and from a service.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from portal.accounts.models import CourseRole, Enrollment, User
-from portal.errors import NotPermitted
+from portal.errors import NotPermitted, QuotaExceeded
 
 # One sentence per rule.
 RESERVATIONS_STAFF_ONLY = "Reservations are for teachers and admins; ask your teacher to book a lab session."
@@ -29,6 +31,16 @@ SIGNIN_THROTTLED = "Too many sign-in attempts from your network address: try aga
 # What an owner (or an admin) does, named once for every place that asks.
 RESERVATION_OWNER_ACTION = "open or cancel this reservation"
 JOB_OWNER_ACTION = "cancel this job"
+# A budget set to block at 100 %: new notebooks and jobs that would count against it are refused (labs.budgets).
+BUDGET_EXHAUSTED = (
+    "The budget “{name}” is used up: {used} of {allowed} GPU-hours {period}. New notebooks and jobs that count"
+    " against it are refused until {resets}; ask {whom} to raise it."
+)
+BUDGET_OVER_WARNING = (
+    "The budget “{name}” is used up ({used} of {allowed} GPU-hours {period}); your work still starts, but please"
+    " tell {whom}."
+)
+BUDGET_LIMIT = "budget_gpu_hours"
 
 
 def is_staff(user: User) -> bool:
@@ -78,3 +90,27 @@ def require_looks_after_courses(user: User, sentence: str) -> None:
     """`sentence` is COURSE_NOTEBOOKS_STAFF_ONLY."""
     if not looks_after_courses(user):
         raise NotPermitted(sentence)
+
+
+def _hours(value: Decimal) -> str:
+    return f"{value:,.1f}"
+
+
+def budget_exhausted_sentence(
+    *, name: str, used: Decimal, allowed: Decimal, period: str, resets: str, whom: str, blocks: bool = True
+) -> str:
+    """The sentence of a used-up budget, for the refusal (blocks) and for the warning (warn only): page and API."""
+    template = BUDGET_EXHAUSTED if blocks else BUDGET_OVER_WARNING
+    return template.format(
+        name=name, used=_hours(used), allowed=_hours(allowed), period=period, resets=resets, whom=whom
+    )
+
+
+def refuse_over_budget(*, name: str, used: Decimal, allowed: Decimal, period: str, resets: str, whom: str) -> None:
+    """403 quota_exceeded naming the budget, with `limit`, `used` and `allowed` as API.md says."""
+    raise QuotaExceeded(
+        budget_exhausted_sentence(name=name, used=used, allowed=allowed, period=period, resets=resets, whom=whom),
+        limit=BUDGET_LIMIT,
+        used=float(used),
+        allowed=float(allowed),
+    )

@@ -220,3 +220,10 @@ def sessions_end_everywhere(*, user: User) -> None:
     session's stored hash against User._get_session_auth_hash, which counts this generation in."""
     User.objects.filter(pk=user.pk).update(session_generation=models.F("session_generation") + 1)
     user.refresh_from_db(fields=["session_generation"])
+
+
+def user_report_email_set(*, user: User, wanted: bool) -> bool:
+    """Turn the weekly usage summary by e-mail on or off for this person; True if it changed."""
+    with transaction.atomic():
+        changed = User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted)
+        return bool(changed.update(usage_report_email=wanted))

@@ -35,6 +35,9 @@ LINKS = {
     ("notebooks_create", "202", "id"): {
         "notebook_id": ["notebooks_retrieve", "notebooks_destroy", "notebooks_extend_create"],
     },
+    ("budgets_create", "201", "id"): {
+        "budget_id": ["budgets_retrieve", "budgets_partial_update", "budgets_destroy"],
+    },
     ("reservations_create", "201", "id"): {
         "reservation_id": [
             "reservations_retrieve",

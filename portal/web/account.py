@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from portal.accounts.selectors import token_live_of, tokens_of
-from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke
+from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke, user_report_email_set
 from portal.errors import InvalidInput
 from portal.oauth.services import oauth_tokens_revoke
 
@@ -38,9 +38,20 @@ def _page(request: HttpRequest, *, status: int = 200, **extra) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def account(request: HttpRequest) -> HttpResponse:
-    """GET the page; POST makes a new token (name, lifetime) and shows its key this once."""
+    """GET the page; POST makes a new token (name, lifetime) and shows its key this once, or (action=reports)
+    turns the weekly usage summary by e-mail on or off."""
     if request.method == "GET":
         return _page(request)
+    if request.POST.get("action") == "reports":
+        wanted = request.POST.get("usage_report_email") == "yes"
+        user_report_email_set(user=request.user, wanted=wanted)
+        messages.success(
+            request,
+            "You will get the weekly usage summary by e-mail."
+            if wanted
+            else "You will no longer get the weekly usage summary by e-mail.",
+        )
+        return redirect("account")
     raw = request.POST.get("expires_in_days", "").strip()
     if raw not in ("", "never") and not raw.isdigit():
         messages.error(request, "Choose how long the token works from the list.")

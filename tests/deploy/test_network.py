@@ -68,12 +68,13 @@ def endpoints(overlay: str, docs: list[dict]) -> list:
     ]
     first = {
         key: str(ipaddress.ip_network(values(overlay)[key])[-1])
-        for key in ("databaseCIDR", "redisCIDR", "apiServerCIDR", "nodeCIDR")
+        for key in ("databaseCIDR", "redisCIDR", "apiServerCIDR", "nodeCIDR", "smtpCIDR")
     }
     addresses = [
         Address("apiserver", first["apiServerCIDR"], (("https", 6443, "TCP"),)),
         Address("node", first["nodeCIDR"], (("dcgm", 9400, "TCP"),)),
         Address("internet", "203.0.113.5", (("https", 443, "TCP"),)),
+        Address("smtp", first["smtpCIDR"], (("submission", 587, "TCP"),)),
     ]
     names = {pod.name for pod in pods}
     # External data stores unless the overlay runs them in the cluster.
@@ -98,6 +99,7 @@ def expected(pods: list) -> set:
         ("job", "job", 29500, "TCP"),
         ("job", "internet", 443, "TCP"),
         ("telemetry", "node", 9400, "TCP"),
+        ("worker", "smtp", 587, "TCP"),
     }
     flows |= {(name, "postgresql", 5432, "TCP") for name in PORTAL_DB_USERS}
     flows |= {(name, "redis", 6379, "TCP") for name in PORTAL_REDIS_USERS}

@@ -1,4 +1,5 @@
 import textwrap
+from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -119,6 +120,15 @@ def test_seed_demo_makes_forty_4090_nodes_and_users_of_each_role(capsys, setting
 
     booked = {r.title: (r.status, r.nodes.count()) for r in Reservation.objects.all()}
     assert booked == {"DL-101 lab session": ("approved", 8), "NLP-220 final runs": ("pending", 40)}
+    # Budgets in money: two courses' terms and a student's month; made once.
+    from labs.models import Budget
+
+    budgets = {(b.name, b.on_exceed, b.gpu_hours, b.price_per_gpu_hour) for b in Budget.objects.all()}
+    assert budgets == {
+        ("DL-101 term budget", "block", 400, Decimal("0.45")),
+        ("CV-210 term budget", "warn", 250, Decimal("0.45")),
+        ("student monthly budget", "warn", 40, Decimal("0.45")),
+    }
 
 
 @pytest.mark.django_db

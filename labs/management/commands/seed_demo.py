@@ -6,8 +6,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from labs.budgets.services import budget_create
 from labs.inventory import demo_specs
-from labs.models import NotebookProfile, Reservation
+from labs.models import Budget, NotebookProfile, Reservation
 from labs.reservations.services import NodeRequest, reservation_create
 from labs.services import inventory_sync
 from portal.accounts.models import Course, CourseRole, Quota, Role, User
@@ -68,10 +69,12 @@ class Command(BaseCommand):
             )
             booked = self._demo_reservations(today)
             profiles = self._demo_profiles()
+            budgets = self._demo_budgets()
 
         self.stdout.write(
             self.style.SUCCESS(
-                f"Demo lab ready: {report}; {booked} demo reservations made, {profiles} notebook profiles."
+                f"Demo lab ready: {report}; {booked} demo reservations made, {profiles} notebook profiles,"
+                f" {budgets} budgets."
             )
         )
         self.stdout.write("Demo users (username / password / role):")
@@ -107,6 +110,30 @@ class Command(BaseCommand):
             course=Course.objects.get(code="DL-101"), defaults={"notebook_gpu_share": Decimal("0.5")}
         )
         return len(rows)
+
+    def _demo_budgets(self) -> int:
+        """Budgets in money: DL-101's term (blocks at 100 %) and CV-210's (warns), priced; student's month."""
+        admin = User.objects.get(username="admin")
+        made = 0
+        for code, hours, on_exceed in (("DL-101", "400", "block"), ("CV-210", "250", "warn")):
+            course = Course.objects.get(code=code)
+            if not Budget.objects.filter(course=course).exists():
+                budget_create(
+                    by=admin,
+                    course=course,
+                    gpu_hours=Decimal(hours),
+                    price_per_gpu_hour=Decimal("0.45"),
+                    price_per_kwh=Decimal("0.30"),
+                    on_exceed=on_exceed,
+                )
+                made += 1
+        student = User.objects.get(username="student")
+        if not Budget.objects.filter(user=student).exists():
+            budget_create(
+                by=admin, user=student, period="month", gpu_hours=Decimal("40"), price_per_gpu_hour=Decimal("0.45")
+            )
+            made += 1
+        return made
 
     def _demo_reservations(self, today: dt.date) -> int:
         """A class tomorrow afternoon, and a whole-lab request waiting for the admin's approval."""

@@ -1,0 +1,59 @@
+"""The admin console's pages for budgets (registered by labs/admin.py): set them, see their use, the alerts told.
+
+The form checks what the API's services check (Budget.clean asks labs.budgets.validation); the list shows each
+budget's use in its current period, from the ledger.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin
+
+from labs.budgets.selectors import budget_use
+from labs.models.budgets import Budget
+
+
+class BudgetAdmin(admin.ModelAdmin):
+    list_display = ["name", "scope", "period", "starts_on", "ends_on", "gpu_hours", "used", "cost", "on_exceed"]
+    list_filter = ["period", "on_exceed"]
+    search_fields = ["name", "course__code", "user__username"]
+    autocomplete_fields = ["course", "user"]
+    fieldsets = [
+        (None, {"fields": ["name", "course", "user", "note"]}),
+        ("Period", {"fields": ["period", "starts_on", "ends_on"]}),
+        ("Amount and prices", {"fields": ["gpu_hours", "price_per_gpu_hour", "price_per_kwh"]}),
+        ("Alerts and the 100 % mark", {"fields": ["thresholds", "on_exceed"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("course", "user")
+
+    @admin.display(description="for")
+    def scope(self, obj: Budget) -> str:
+        return obj.scope_label
+
+    @admin.display(description="used this period")
+    def used(self, obj: Budget) -> str:
+        use = budget_use(obj, with_energy=False)
+        if use.period is None:
+            return "not in force"
+        return f"{use.used_gpu_hours:,.1f} GPU-h ({use.pct} %)"
+
+    @admin.display(description=f"cost ({settings.USAGE_CURRENCY})")
+    def cost(self, obj: Budget) -> str:
+        use = budget_use(obj)
+        return "—" if use.cost is None else f"{use.cost:,.2f}"
+
+
+class BudgetAlertAdmin(admin.ModelAdmin):
+    """What was told: read-only (the check writes these rows)."""
+
+    list_display = ["budget", "period_start", "threshold", "used_gpu_hours", "sent_at", "notices", "emails"]
+    list_filter = ["threshold"]
+    search_fields = ["budget__name"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,118 @@
+"""The budget check: a notice and an e-mail at each threshold a budget crosses, once per budget and period.
+
+Run by Celery beat (`labs.tasks.budgets_check`, every BUDGETS_CHECK_INTERVAL_S) and right after a holder ends
+(labs.budgets.receivers). Each threshold told is a BudgetAlert row whose unique constraint (budget, period,
+threshold) decides which of two concurrent checks tells: the other's insert waits for the first to commit and then
+finds the row. The notices and the e-mail are sent inside that transaction, so an SMTP server that refuses leaves
+nothing recorded and the next check tries again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core.mail import EmailMessage, get_connection
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from labs.budgets.selectors import BudgetUse, alert_recipients, budget_use, thresholds_of, who_raises
+from labs.models.budgets import Budget, BudgetAction, BudgetAlert
+from portal.accounts.models import NoticeLevel, User
+from portal.accounts.services import notice_send
+
+log = logging.getLogger(__name__)
+
+
+def alert_sentence(use: BudgetUse, threshold: int) -> str:
+    budget, period = use.budget, use.period
+    text = (
+        f"Budget “{budget.name}” ({budget.scope_label}) has reached {threshold} %: {use.used_gpu_hours:,.1f} of"
+        f" {budget.gpu_hours:,.1f} GPU-hours {period.label}."
+    )
+    if use.cost is not None:
+        text += f" Cost so far: {use.cost:,.2f} {use.currency}."
+    if threshold >= 100:
+        if budget.on_exceed == BudgetAction.BLOCK:
+            text += f" New notebooks and jobs that count against it are refused until {period.resets}."
+        else:
+            text += " New work still starts (this budget only warns)."
+        text += f" Ask {who_raises(budget)} to raise it if more is needed."
+    return text
+
+
+def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
+    messages = [
+        EmailMessage(subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL, to=[person.email])
+        for person in recipients
+        if person.email
+    ]
+    if not messages:
+        return 0
+    return get_connection(fail_silently=False).send_messages(messages) or 0
+
+
+def _tell(use: BudgetUse, threshold: int) -> tuple[int, int]:
+    text = alert_sentence(use, threshold)
+    people = alert_recipients(use.budget)
+    level = NoticeLevel.WARNING if threshold >= 80 else NoticeLevel.INFO
+    ref = f"budget:{use.budget.pk}:{use.period.first_day:%Y%m%d}:{threshold}"
+    notices = sum(notice_send(user=person, text=text, ref=ref, level=level) for person in people)
+    subject = f"[{settings.LAB_NAME}] Budget “{use.budget.name}” at {threshold} %"
+    emails = _mail(people, subject, text + "\n\nThe lab's usage: sign in to the portal to see the details.\n")
+    return notices, emails
+
+
+def _alert_once(use: BudgetUse, threshold: int, *, now: dt.datetime, tell: bool) -> bool:
+    """Claim (budget, period, threshold); True when this call claimed it (and told, with `tell`)."""
+    with transaction.atomic():
+        alert, created = BudgetAlert.objects.get_or_create(
+            budget=use.budget,
+            period_start=use.period.first_day,
+            threshold=threshold,
+            defaults={"used_gpu_hours": use.used_gpu_hours, "sent_at": now},
+        )
+        if created and tell:
+            alert.notices, alert.emails = _tell(use, threshold)
+            alert.save(update_fields=["notices", "emails"])
+    return created
+
+
+def budget_check(budget: Budget, *, now: dt.datetime) -> int:
+    """Tell the thresholds this budget crossed in its period and has not told yet. When several are crossed at once
+    (a long job ended), only the highest is told; the lower ones are recorded as passed."""
+    use = budget_use(budget, now=now)
+    if use.period is None:
+        return 0
+    told = 0
+    already = set(
+        BudgetAlert.objects.filter(budget=budget, period_start=use.period.first_day).values_list("threshold", flat=True)
+    )
+    crossed = [threshold for threshold in thresholds_of(budget) if use.pct >= threshold and threshold not in already]
+    for position, threshold in enumerate(sorted(crossed, reverse=True)):
+        if _alert_once(use, threshold, now=now, tell=position == 0):
+            told += position == 0
+    return told
+
+
+def budgets_check(
+    *, now: dt.datetime | None = None, user_ids: Iterable[int] = (), course_ids: Iterable[int] = ()
+) -> dict[str, int]:
+    """Check every budget (or only those of these people and courses, after their work ended)."""
+    now = now or timezone.now()
+    budgets = Budget.objects.select_related("course", "user").order_by("pk")
+    user_ids, course_ids = list(user_ids), list(course_ids)
+    if user_ids or course_ids:
+        budgets = budgets.filter(Q(user_id__in=user_ids) | Q(course_id__in=course_ids))
+    report = {"budgets": 0, "alerts": 0, "failed": 0}
+    for budget in budgets:
+        report["budgets"] += 1
+        try:
+            report["alerts"] += budget_check(budget, now=now)
+        except Exception:  # one budget's mail server trouble must not stop the others; the next check retries
+            log.exception("budget %s: the alert could not be sent", budget.pk)
+            report["failed"] += 1
+    return report

@@ -1,0 +1,131 @@
+"""The weekly usage summary by e-mail: teachers get their courses, admins the lab, each once per week.
+
+Celery beat runs `labs.tasks.usage_weekly_report` every USAGE_REPORT_CHECK_S; the week that ended last Monday
+00:00 (lab time) goes out from USAGE_REPORT_HOUR that Monday on, to everyone who has not had it yet and has not
+turned it off on their account page (`User.usage_report_email`). A UsageReportSent row per person and week (unique)
+makes a second worker, or a second run, send nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from labs.budgets.selectors import WORK_KINDS, budgets_use
+from labs.ledger import gpu_hours, gpu_hours_by_user, week_start
+from labs.models import Allocation
+from labs.models.budgets import Budget, UsageReportSent
+from portal.accounts.models import Course, Role, User
+
+log = logging.getLogger(__name__)
+TOP = 10
+
+
+def report_week(now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+    """The week the report is about (the one before this), or None before USAGE_REPORT_HOUR on Monday."""
+    this_monday = week_start(now)
+    if timezone.localtime(now) < this_monday + dt.timedelta(hours=settings.USAGE_REPORT_HOUR):
+        return None
+    return week_start(this_monday - dt.timedelta(hours=1)), this_monday
+
+
+def _work() -> QuerySet[Allocation]:
+    return Allocation.objects.filter(kind__in=WORK_KINDS)
+
+
+def _courses_of_week(start: dt.datetime, end: dt.datetime) -> QuerySet[Course]:
+    first, last = timezone.localtime(start).date(), timezone.localtime(end).date() - dt.timedelta(days=1)
+    return Course.objects.filter(term_start__lte=last, term_end__gte=first)
+
+
+def _course_lines(course: Course, start: dt.datetime, end: dt.datetime) -> list[str]:
+    total = gpu_hours(_work().filter(course=course), start=start, end=end)
+    lines = [f"{course.code} — {course.name}: {total:,.1f} GPU-hours"]
+    students = list(course.students.values_list("pk", "username"))
+    hours = gpu_hours_by_user([pk for pk, _ in students], start=start, end=end)
+    names = dict(students)
+    ranked = sorted(((used, names[pk]) for pk, used in hours.items() if used), reverse=True)[:TOP]
+    lines += [f"    {name}: {used:,.1f} GPU-hours (all their work)" for used, name in ranked]
+    if not ranked:
+        lines.append("    no student used a GPU this week")
+    return lines
+
+
+def _budget_lines(budgets: QuerySet[Budget], now: dt.datetime) -> list[str]:
+    lines = []
+    for use in budgets_use(budgets, now=now, with_energy=False):
+        if use.period is None:
+            continue
+        line = f"  Budget “{use.budget.name}”: {use.used_gpu_hours:,.1f} of {use.budget.gpu_hours:,.1f} GPU-hours"
+        line += f" ({use.pct} %) {use.period.label}"
+        if use.cost is not None:
+            line += f", {use.cost:,.2f} {use.currency}"
+        lines.append(line)
+    return lines
+
+
+def report_text(person: User, *, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> str:
+    local_start, local_end = timezone.localtime(start), timezone.localtime(end) - dt.timedelta(days=1)
+    lines = [
+        f"Hello {person.get_full_name() or person.username},",
+        "",
+        f"GPU usage of {settings.LAB_NAME} in the week {local_start:%Y-%m-%d} to {local_end:%Y-%m-%d}:",
+        "",
+    ]
+    if person.is_lab_admin:
+        lines.append(f"The lab: {gpu_hours(_work(), start=start, end=end):,.1f} GPU-hours of notebooks and jobs.")
+        for course in _courses_of_week(start, end):
+            total = gpu_hours(_work().filter(course=course), start=start, end=end)
+            lines.append(f"  {course.code}: {total:,.1f} GPU-hours")
+        lines += _budget_lines(Budget.objects.select_related("course", "user"), now)
+    else:
+        courses = _courses_of_week(start, end).filter(teachers=person)
+        for course in courses:
+            lines += _course_lines(course, start, end)
+            lines += _budget_lines(Budget.objects.filter(course=course).select_related("course"), now)
+        if not courses:
+            lines.append("None of your courses was in term this week.")
+    lines += ["", "Turn these e-mails off on your account page in the portal."]
+    return "\n".join(lines) + "\n"
+
+
+def report_recipients(start: dt.datetime, end: dt.datetime) -> QuerySet[User]:
+    """Admins, and teachers of a course in term that week; with an address and the report not turned off."""
+    teachers = _courses_of_week(start, end).values("teachers")
+    people = User.objects.filter(is_active=True, usage_report_email=True).exclude(email="")
+    return people.filter(Q(role=Role.ADMIN) | Q(is_superuser=True) | Q(pk__in=teachers)).distinct().order_by("pk")
+
+
+def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
+    """Send last week's summary to everyone due it (once each); returns how many were sent and failed."""
+    now = now or timezone.now()
+    week = report_week(now)
+    report = {"sent": 0, "failed": 0}
+    if week is None:
+        return report
+    start, end = week
+    for person in report_recipients(start, end):
+        try:
+            with transaction.atomic():
+                _, created = UsageReportSent.objects.get_or_create(
+                    user=person, week_start=timezone.localtime(start).date(), defaults={"sent_at": now}
+                )
+                if not created:
+                    continue
+                EmailMessage(
+                    subject=f"[{settings.LAB_NAME}] GPU usage, week of {timezone.localtime(start):%Y-%m-%d}",
+                    body=report_text(person, start=start, end=end, now=now),
+                    from_email=settings.DEFAULT_FROM_EMAIL,
+                    to=[person.email],
+                ).send(fail_silently=False)
+            report["sent"] += 1
+        except Exception:  # this person's mail failed and is not recorded: the next run tries again
+            log.exception("weekly usage report to %s failed", person.pk)
+            report["failed"] += 1
+    return report

@@ -1,0 +1,64 @@
+"""A real SMTP server on loopback (aiosmtpd) that keeps what it receives: the e-mail tests read what arrived.
+
+`smtp_server` (tests/conftest.py) starts one on a free port of 127.0.0.1, points Django's SMTP backend at it and
+stops it after the test.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import socket
+import threading
+import time
+from email.message import EmailMessage
+
+from aiosmtpd.controller import Controller
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class _Keep:
+    def __init__(self, server: SmtpServer) -> None:
+        self.server = server
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+        message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
+        with self.server.lock:
+            self.server.received.append((list(envelope.rcpt_tos), message))
+        return "250 Message accepted for delivery"
+
+
+class SmtpServer:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.lock = threading.Lock()
+        self.received: list[tuple[list[str], EmailMessage]] = []
+        self.controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
+
+    def start(self) -> SmtpServer:
+        self.controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+    @property
+    def messages(self) -> list[EmailMessage]:
+        with self.lock:
+            return [message for _, message in self.received]
+
+    def to(self, address: str) -> list[EmailMessage]:
+        with self.lock:
+            return [message for rcpts, message in self.received if address in rcpts]
+
+    def wait_for(self, count: int, *, timeout_s: float = 10.0) -> list[EmailMessage]:
+        """The messages once at least `count` have arrived (or whatever arrived by the deadline)."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.messages) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.messages
