@@ -1,4 +1,4 @@
-"""The invitation e-mail through a real SMTP server on loopback (aiosmtpd, tests/portal/conftest.py): a roster
+"""The invitation e-mail through a real SMTP server on loopback (aiosmtpd, `smtp_server`, tests/mail.py): a roster
 import sends it through Django's SMTP backend, and its link signs the new person in, once."""
 
 from __future__ import annotations

@@ -308,7 +308,7 @@ def test_a_second_invitation_ends_the_first(client, dl, django_capture_on_commit
 
 
 def test_an_invitation_that_cannot_be_sent_tells_the_teacher(dl, settings, django_capture_on_commit_callbacks):
-    from tests.portal.conftest import free_port
+    from tests.mail import free_port
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 5  # nobody there
