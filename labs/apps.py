@@ -9,6 +9,8 @@ class LabsConfig(AppConfig):
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
         from labs.notebooks import reconcile as notebooks_reconcile  # noqa: F401 - the hub's reconcile steps
         from labs.notebooks.receivers import on_allocations_ended
-        from labs.signals import allocations_ended
+        from labs.signals import allocations_ended, holders_closed
+        from labs.usage.efficiency import on_holders_closed
 
         allocations_ended.connect(on_allocations_ended, dispatch_uid="labs.notebooks_stop_on_allocations_ended")
+        holders_closed.connect(on_holders_closed, dispatch_uid="labs.usage_efficiency_on_holders_closed")

@@ -17,10 +17,12 @@ import datetime as dt
 from collections.abc import Iterable
 from decimal import Decimal
 
+from django.db import transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Max, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
+from labs import signals
 from labs.models import Allocation, AllocationKind
 from portal.accounts.models import User
 
@@ -134,7 +136,11 @@ def allocations_close(
     changes: dict[str, object] = {"ends_at": at}
     if reason is not None:
         changes["reason"] = reason[:200]
-    return rows.update(**changes)
+    refs = {ref} if ref is not None else {Ref(kind, key) for kind, key in rows.values_list("kind", "ref").distinct()}
+    closed = rows.update(**changes)
+    if closed:
+        transaction.on_commit(lambda: signals.holders_closed.send(sender=Allocation, refs=sorted(refs, key=str), at=at))
+    return closed
 
 
 def allocations_discard(*, ref: Ref) -> int:

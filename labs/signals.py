@@ -9,3 +9,7 @@ from django.dispatch import Signal
 # Sent with allocation_ids=[...] and reason="..." when the lab ended those ledger entries
 # (e.g. a reservation's window began on their nodes).
 allocations_ended = Signal()
+
+# Sent after commit with refs=[Ref, ...] (labs.ledger.Ref) and at=datetime when the ledger closed those holders' entries
+# (a job attempt or notebook session ended, a reservation's window closed): usage computes their efficiency rows.
+holders_closed = Signal()

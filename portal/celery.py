@@ -10,3 +10,4 @@ app.autodiscover_tasks()
 # Capabilities inside an app keep their tasks in their own folder.
 app.autodiscover_tasks(["labs.reservations"])
 app.autodiscover_tasks(["labs.notebooks"])
+app.autodiscover_tasks(["labs.usage"])

@@ -60,12 +60,21 @@ SHARED_HELPERS = ("portal.errors", "portal.dates", "portal.env")
 # b. Capabilities, most specific first, and the modules each lets other capabilities import. An entry names a module
 # and, when it is a package, the modules inside it (`labs.models` covers `labs.models.nodes`), except the capability's
 # own root package, which stands for its `__init__` only.
-CAPABILITIES = ("labs.reservations", "labs.notebooks", "labs.telemetry", "portal.accounts", "labs", "jobs")
+CAPABILITIES = (
+    "labs.reservations",
+    "labs.notebooks",
+    "labs.telemetry",
+    "labs.usage",
+    "portal.accounts",
+    "labs",
+    "jobs",
+)
 # The models of a capability live in its app's models package (one app, one set of migrations), one module per topic.
 MODEL_HOMES = {
     "labs.models.reservations": "labs.reservations",
     "labs.models.notebooks": "labs.notebooks",
     "labs.models.telemetry": "labs.telemetry",
+    "labs.models.usage": "labs.usage",
 }
 ENTRY_POINTS = {
     "portal.accounts": (
@@ -109,6 +118,7 @@ ENTRY_POINTS = {
         "labs.telemetry.services",
         "labs.models.telemetry",
     ),
+    "labs.usage": ("labs.usage", "labs.usage.selectors", "labs.models.usage"),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }
 # Modules Django and Celery look up by name at an app's root (its AppConfig, the admin site's registrations, the

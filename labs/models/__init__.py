@@ -5,6 +5,7 @@
 - reservations.py  Reservation, ReservationNode, their statuses, HOLDING_STATUSES and WORKING_STATUSES
 - notebooks.py     NotebookProfile, NotebookSession, their statuses and the NOTEBOOK_* groups of them
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
+- usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
 
 `from labs.models import X` is the way in for every name below.
@@ -29,6 +30,7 @@ from labs.models.reservations import (
     ReservationStatus,
 )
 from labs.models.telemetry import GpuAlert, GpuAlertKind, GpuMinute, NodeAgentToken
+from labs.models.usage import HolderEfficiency
 
 __all__ = [
     "HOLDING_STATUSES",
@@ -39,6 +41,7 @@ __all__ = [
     "Allocation",
     "AllocationKind",
     "Gpu",
+    "HolderEfficiency",
     "GpuAlert",
     "GpuAlertKind",
     "GpuMinute",

@@ -48,6 +48,8 @@ class Allocation(models.Model):
         indexes = [
             models.Index(fields=["user", "starts_at"], name="alloc_user_start"),
             models.Index(fields=["gpu", "ends_at"], name="alloc_gpu_end"),
+            # Usage reports read a window by its start; the CSV export pages through it by (starts_at, id).
+            models.Index(fields=["starts_at", "id"], name="alloc_start_id"),
         ]
         constraints = [
             models.CheckConstraint(

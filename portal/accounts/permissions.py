@@ -15,6 +15,8 @@ from portal.errors import NotPermitted
 RESERVATIONS_STAFF_ONLY = "Reservations are for teachers and admins; ask your teacher to book a lab session."
 PROFILES_STAFF_ONLY = "Notebook profiles are for teachers and admins."
 COURSE_NOTEBOOKS_STAFF_ONLY = "Your courses' notebooks are for teachers and admins."
+USAGE_COURSE_STAFF_ONLY = "A course's usage is for its teachers and admins; ask for your own usage instead."
+USAGE_LAB_ADMINS_ONLY = "The whole lab's usage is for admins."
 ADMINS_ONLY = "Only admins {what}."
 OWNER_OR_ADMIN = "Only its owner or an admin may {what}."
 OWNER_TEACHER_OR_ADMIN = "Only its owner, a teacher of their course or an admin may {what}."

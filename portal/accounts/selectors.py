@@ -100,6 +100,16 @@ def people_visible_to(user: User | None, field: str) -> Q:
     return Q(**{field: user})
 
 
+def courses_staffed_by(user: User | None) -> QuerySet[Course]:
+    """Courses whose staff this person is (they teach it; admins: every course). The one place that says who looks
+    after a course's usage, students and reservations: a new staff role (teaching assistants) extends it here."""
+    if user is None or not user.is_authenticated:
+        return Course.objects.none()
+    if user.is_lab_admin:
+        return Course.objects.all()
+    return Course.objects.filter(teachers=user).distinct()
+
+
 def role_of(user: User) -> str:
     """The role whose policy applies: a superuser counts as an admin."""
     return Role.ADMIN if user.is_lab_admin else user.role
