@@ -212,7 +212,7 @@ def _buckets_in_sql(allocations: QuerySet[Allocation], window: Window, edges: li
                                                     - GREATEST(s, (%s::timestamptz[])[k]))) END)
         FROM b, LATERAL generate_series(i, j) AS k
         GROUP BY k
-    """
+    """  # noqa: S608 - `inner` is the ORM's own SQL; every value is a parameter
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, edges, edges, edges, edges])
         return {int(k): float(held or 0) for k, held in cursor.fetchall()}
