@@ -61,6 +61,10 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int]]] = {
     "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
     "notebooks/profiles/<slug:slug>/deactivate/": {"get": (302, 403, 404, 404), "post": (302, 403, 404, 404)},
     "notebooks/profiles/<slug:slug>/activate/": {"post": (302, 403, 404, 404)},
+    "usage/": {"get": (302, 200, 200, 200)},
+    "usage/courses/": {"get": (302, 403, 200, 200)},
+    "usage/lab/": {"get": (302, 403, 403, 200)},
+    "usage/csv/<slug:table>/": {"get": (302, 404, 404, 404)},  # no such table
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
     "o/authorize/": {"get": (302, 400, 400, 400), "post": (302, 200, 200, 200), "put": (302, 200, 200, 200)},
@@ -98,6 +102,8 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int]]] = {
     "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404)},
+    "api/v1/usage/": {"get": (401, 200, 200, 200)},
+    "api/v1/usage/efficiency/": {"get": (401, 200, 200, 200)},
     "api/v1/schema/": {"get": (401, 200, 200, 200)},
     "api/v1/docs/": {"get": (401, 200, 200, 200)},
     "api/v1/redoc/": {"get": (401, 200, 200, 200)},
@@ -109,6 +115,15 @@ VARIANTS = {
     "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200),
     "/api/v1/notebooks/?mine=true": (401, 200, 200, 200),
     "/lab/reservations/?week=2030-01-07": (302, 200, 200, 200),
+    "/api/v1/usage/?group_by=planet": (401, 400, 400, 400),
+    "/api/v1/usage/?from=2026-03-10&to=2026-03-01": (401, 400, 400, 400),
+    "/api/v1/usage/?course=NO-SUCH": (401, 403, 404, 404),
+    "/api/v1/usage/?user=no-such": (401, 404, 404, 404),
+    "/api/v1/usage/?format=csv": (401, 200, 200, 200),
+    "/api/v1/usage/efficiency/?course=NO-SUCH": (401, 403, 404, 404),
+    "/usage/csv/my-sessions/": (302, 200, 200, 200),
+    "/usage/csv/course-students/": (302, 403, 200, 200),
+    "/usage/csv/lab-courses/": (302, 403, 403, 200),
 }
 
 JSON_CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}

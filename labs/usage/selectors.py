@@ -36,11 +36,11 @@ def _people_filter(viewer: User, *, user_field: str, course_field: str) -> Q:
     if viewer.is_teacher:
         staffed = courses_staffed_by(viewer)
         return (
-            Q(**{user_field: viewer})
+            Q(**{user_field: viewer.pk})
             | Q(**{f"{course_field}__in": staffed})
             | Q(**{f"{user_field}__in": _students_of(staffed)})
         )
-    return Q(**{user_field: viewer})
+    return Q(**{user_field: viewer.pk})
 
 
 @dataclasses.dataclass(frozen=True)
