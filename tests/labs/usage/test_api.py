@@ -109,9 +109,7 @@ def test_efficiency_rows_by_role(now, lab, known):
     from labs.ledger import Ref
     from labs.usage.efficiency import efficiency_compute
 
-    for allocation in __import__("labs.models", fromlist=["Allocation"]).Allocation.objects.exclude(
-        kind="reservation"
-    ):
+    for allocation in __import__("labs.models", fromlist=["Allocation"]).Allocation.objects.exclude(kind="reservation"):
         efficiency_compute(ref=Ref.parse(allocation.ref), now=lab.now)
     mine = client_of(lab.alice).get("/api/v1/usage/efficiency/", window(known)).json()
     assert {row["user"] for row in mine} == {"alice"} and len(mine) == 2

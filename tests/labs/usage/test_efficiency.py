@@ -42,10 +42,9 @@ def test_every_finished_job_and_notebook_gets_a_row(lab, settings, django_captur
         allocation_open(ref=notebook, user_id=lab.bob.pk, shares=[GpuShare(quiet.pk, 0.25)], at=START)
     simulate(lab.gpus, held={busy.pk}, start=START, minutes=30)
     assert GpuMinute.objects.filter(gpu=busy).count() >= 30
-    with django_capture_on_commit_callbacks(execute=True):
-        with transaction.atomic():
-            allocations_close(ref=job, at=START + dt.timedelta(minutes=30))
-            allocations_close(ref=notebook, at=START + dt.timedelta(minutes=20))
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        allocations_close(ref=job, at=START + dt.timedelta(minutes=30))
+        allocations_close(ref=notebook, at=START + dt.timedelta(minutes=20))
     rows = {row.holder_ref: row for row in HolderEfficiency.objects.all()}
     assert set(rows) == {"job:41#1", "notebook:9"}
     trained = rows["job:41#1"]
