@@ -41,15 +41,15 @@ class _UsageView(APIView):
 
 
 WINDOW_PARAMETERS = [
-    OpenApiParameter("from", OpenApiTypes.STR, description="Date (the lab's zone) or ISO time; default 8 weeks ago."),
-    OpenApiParameter("to", OpenApiTypes.STR, description="Date (included) or ISO time; default now. Span <= 2 years."),
+    OpenApiParameter("from", OpenApiTypes.DATETIME, description="ISO time (or a date, in the lab's zone); default 8 weeks ago."),
+    OpenApiParameter("to", OpenApiTypes.DATETIME, description="ISO time (or a date, included); default now. Span <= 2 years."),
     OpenApiParameter("course", OpenApiTypes.STR, description="A course code (its teachers and admins)."),
     OpenApiParameter("user", OpenApiTypes.STR, description="A username (yourself; teachers their students)."),
     OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"], description="csv streams CSV."),
 ]
 
 
-class UsageRowOut(serializers.Serializer):
+class UsageReportRowOut(serializers.Serializer):
     key = serializers.CharField(help_text="The username, course code, node, kind, or the bucket's first local day.")
     gpu_hours = serializers.FloatField()
     gpu_seconds = serializers.FloatField()
@@ -57,8 +57,8 @@ class UsageRowOut(serializers.Serializer):
     ends_at = serializers.DateTimeField(required=False)
 
 
-UsageOut = inline_serializer(
-    "UsageOut",
+UsageReportOut = inline_serializer(
+    "UsageReport",
     fields={
         "from": serializers.DateTimeField(),
         "to": serializers.DateTimeField(),
@@ -67,7 +67,7 @@ UsageOut = inline_serializer(
         "kinds": serializers.ListField(child=serializers.CharField()),
         "total_gpu_hours": serializers.FloatField(),
         "total_gpu_seconds": serializers.FloatField(),
-        "rows": UsageRowOut(many=True),
+        "rows": UsageReportRowOut(many=True),
     },
 )
 
@@ -118,9 +118,14 @@ class UsageApi(_UsageView):
                 enum=[*accounting.GROUPS, ENTRY],
                 description="Default user. `entry` (CSV only): every ledger entry of the window.",
             ),
-            OpenApiParameter("kind", OpenApiTypes.STR, description="Comma-separated kinds; default notebook,job."),
+            OpenApiParameter(
+                "kind",
+                OpenApiTypes.STR,
+                enum=["notebook,job", "notebook", "job", "reservation", "notebook,job,reservation"],
+                description="Comma-separated kinds; default notebook,job.",
+            ),
         ],
-        responses={200: UsageOut, (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
+        responses={200: UsageReportOut, (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
         summary="GPU-hours from the ledger, grouped, for a window",
     )
     def get(self, request):
@@ -131,7 +136,7 @@ class UsageApi(_UsageView):
         return Response(report_body(query, usage_report(query.scope, query.window, query.group_by, kinds=query.kinds)))
 
 
-class EfficiencyOut(serializers.Serializer):
+class HolderEfficiencyOut(serializers.Serializer):
     holder = serializers.CharField(source="holder_ref")
     holder_kind = serializers.CharField()
     user = serializers.CharField()
@@ -149,7 +154,7 @@ class EfficiencyOut(serializers.Serializer):
     computed_at = serializers.DateTimeField()
 
 
-EFFICIENCY_FIELDS = [name for name in EfficiencyOut().fields]
+EFFICIENCY_FIELDS = [name for name in HolderEfficiencyOut().fields]
 
 
 def efficiency_record(row) -> dict:
@@ -175,7 +180,7 @@ def efficiency_record(row) -> dict:
 class EfficiencyApi(_UsageView):
     @extend_schema(
         parameters=WINDOW_PARAMETERS,
-        responses={200: EfficiencyOut(many=True), (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
+        responses={200: HolderEfficiencyOut(many=True), (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
         summary="How well each job attempt and notebook session in the window used its GPUs (newest first)",
     )
     def get(self, request):

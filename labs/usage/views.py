@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 from django.utils import timezone
 
 from labs.models import Gpu
@@ -60,6 +61,7 @@ def _context(request, window, error, **more):
 
 
 @login_required
+@require_GET
 def my_usage(request):
     window, error = _window(request)
     scope = Scope(viewer=request.user, person=request.user)
@@ -83,6 +85,7 @@ def my_usage(request):
 
 
 @login_required
+@require_GET
 def course_usage(request):
     scope = _course_scope(request)
     window, error = _window(request)
@@ -110,6 +113,7 @@ def course_usage(request):
 
 
 @login_required
+@require_GET
 def lab_usage(request):
     _require_admin(request)
     window, error = _window(request)
@@ -166,6 +170,7 @@ def _table(request, name: str) -> reports.Table:
 
 
 @login_required
+@require_GET
 def table_csv(request, table: str):
     found = _table(request, table)
     return csvstream.csv_response(
