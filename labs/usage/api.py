@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labs.usage import accounting, csvstream
-from labs.usage.params import ENTRY, read_query
+from labs.usage.params import ENTRY, MOMENT_PATTERN, read_query
 from labs.usage.selectors import efficiency_in_scope, usage_entries, usage_report
 
 EFFICIENCY_LIMIT = 5000
@@ -41,8 +41,20 @@ class _UsageView(APIView):
 
 
 WINDOW_PARAMETERS = [
-    OpenApiParameter("from", OpenApiTypes.DATETIME, description="ISO time (or a date, in the lab's zone); default 8 weeks ago."),
-    OpenApiParameter("to", OpenApiTypes.DATETIME, description="ISO time (or a date, included); default now. Span <= 2 years."),
+    OpenApiParameter(
+        "from",
+        OpenApiTypes.STR,
+        pattern=MOMENT_PATTERN,
+        allow_blank=False,
+        description="ISO time (or a date, in the lab's zone); default 8 weeks ago.",
+    ),
+    OpenApiParameter(
+        "to",
+        OpenApiTypes.STR,
+        pattern=MOMENT_PATTERN,
+        allow_blank=False,
+        description="ISO time (or a date, included); default now. Span <= 2 years.",
+    ),
     OpenApiParameter("course", OpenApiTypes.STR, description="A course code (its teachers and admins)."),
     OpenApiParameter("user", OpenApiTypes.STR, description="A username (yourself; teachers their students)."),
     OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"], description="csv streams CSV."),

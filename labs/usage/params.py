@@ -5,6 +5,7 @@ decided by the selectors (`scope_for`)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import datetime as dt
 from collections.abc import Mapping
 
@@ -21,6 +22,8 @@ from portal.errors import InvalidInput
 MAX_SPAN = dt.timedelta(days=2 * 366)
 ENTRY = "entry"  # one CSV row per ledger entry (the export), CSV only
 NOT_A_TIME = "Give a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM with a UTC offset, or in the lab's zone)."
+# What the API's schema says `from` and `to` look like; anything else is refused before it is read.
+MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +40,8 @@ def _local_midnight(day: dt.date) -> dt.datetime:
 
 def parse_moment(raw: str, *, field: str, end_of_day: bool = False) -> dt.datetime:
     """A date is the start of that day in the lab's zone (for `to`, the end of it: the day is included)."""
-    raw = raw.strip()
+    if not isinstance(raw, str) or not re.fullmatch(MOMENT_PATTERN, raw):
+        raise InvalidInput(f"{field}: {NOT_A_TIME}", fields={field: NOT_A_TIME})
     try:
         if len(raw) == 10:
             day = dt.date.fromisoformat(raw)
@@ -66,9 +70,9 @@ def default_start(now: dt.datetime) -> dt.datetime:
 
 
 def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Window:
-    raw_from, raw_to = params.get("from") or "", params.get("to") or ""
-    start = parse_moment(raw_from, field="from") if raw_from else default_start(now)
-    end = parse_moment(raw_to, field="to", end_of_day=True) if raw_to else now
+    raw_from, raw_to = params.get("from"), params.get("to")
+    start = parse_moment(raw_from, field="from") if raw_from is not None else default_start(now)
+    end = parse_moment(raw_to, field="to", end_of_day=True) if raw_to is not None else now
     if end <= start:
         raise InvalidInput("to: the window must end after it starts.", fields={"to": "Must be after from."})
     if end - start > MAX_SPAN:
