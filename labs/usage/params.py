@@ -5,8 +5,8 @@ decided by the selectors (`scope_for`)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 import datetime as dt
+import re
 from collections.abc import Mapping
 
 from django.utils import timezone

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from labs.models import Gpu
 from labs.usage import charts, csvstream, reports
