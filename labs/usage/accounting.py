@@ -191,7 +191,8 @@ def by_time(allocations: QuerySet[Allocation], window: Window, unit: str) -> lis
     ]
 
 
-def _buckets_in_sql(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> dict[int, float]:
+def buckets_sql(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> tuple[str, list]:
+    """PostgreSQL: GPU-seconds per bucket number (1..n), each entry cut at the edges it crosses."""
     start, end = _clipped(window)
     clipped = (
         in_window(allocations, window)
@@ -213,8 +214,13 @@ def _buckets_in_sql(allocations: QuerySet[Allocation], window: Window, edges: li
         FROM b, LATERAL generate_series(i, j) AS k
         GROUP BY k
     """  # noqa: S608 - `inner` is the ORM's own SQL; every value is a parameter
+    return sql, [*params, edges, edges, edges, edges]
+
+
+def _buckets_in_sql(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> dict[int, float]:
+    sql, params = buckets_sql(allocations, window, edges)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, edges, edges, edges, edges])
+        cursor.execute(sql, params)
         return {int(k): float(held or 0) for k, held in cursor.fetchall()}
 
 
