@@ -50,6 +50,8 @@ class Allocation(models.Model):
             models.Index(fields=["gpu", "ends_at"], name="alloc_gpu_end"),
             # Usage reports read a window by its start; the CSV export pages through it by (starts_at, id).
             models.Index(fields=["starts_at", "id"], name="alloc_start_id"),
+            # ... and find the entries begun before a window that were still held at its start.
+            models.Index(fields=["ends_at"], name="alloc_end"),
         ]
         constraints = [
             models.CheckConstraint(

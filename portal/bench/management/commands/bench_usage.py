@@ -51,16 +51,16 @@ with connection.cursor() as c:
              u AS (SELECT array_agg(id ORDER BY id) AS ids FROM accounts_user WHERE username LIKE 'p%%'),
              k AS (SELECT array_agg(id ORDER BY id) AS ids FROM accounts_course)
         INSERT INTO labs_allocation (user_id, course_id, kind, ref, gpu_id, share, starts_at, ends_at, reason)
-        SELECT u.ids[1 + (i * 7919) %% 2000],
-               CASE WHEN i %% 10 < 3 THEN NULL ELSE k.ids[1 + ((i * 7919) %% 2000) %% 60] END,
+        SELECT u.ids[(1 + (i * 7919) %% 2000)::int],
+               CASE WHEN i %% 10 < 3 THEN NULL ELSE k.ids[(1 + ((i * 7919) %% 2000) %% 60)::int] END,
                CASE WHEN i %% 3 = 0 THEN 'job' ELSE 'notebook' END,
                CASE WHEN i %% 3 = 0 THEN 'job:' || i || '#1' ELSE 'notebook:' || i END,
-               g.ids[1 + i %% 40],
+               g.ids[(1 + i %% 40)::int],
                CASE i %% 4 WHEN 0 THEN 0.25 WHEN 1 THEN 0.5 ELSE 1 END,
                s.at,
                CASE WHEN i > %s - 20 THEN NULL ELSE s.at + ((10 + (i * 104729) %% 350) * interval '1 minute') END,
                ''
-        FROM generate_series(1, %s) AS i, g, u, k,
+        FROM generate_series(1::bigint, %s) AS i, g, u, k,
              LATERAL (SELECT timestamptz '2025-08-01 00:00+00' + (i::float8 / %s) * interval '365 days' AS at) s
     ''', [n, n, n])
     c.execute('''
@@ -69,8 +69,8 @@ with connection.cursor() as c:
             telemetry_minutes, computed_at)
         SELECT a.kind, a.ref, a.id, NULL, a.user_id, a.course_id, g.node_id, a.starts_at, a.ends_at,
                a.share * EXTRACT(EPOCH FROM (coalesce(a.ends_at, now()) - a.starts_at)) / 3600,
-               (a.id * 37) % 100, LEAST(100, (a.id * 37) % 100 + 10), 1000 + (a.id % 20000), a.id % 900,
-               CASE WHEN (a.id * 37) % 100 < 5 THEN a.share * EXTRACT(EPOCH FROM (coalesce(a.ends_at, now())
+               (a.id::bigint * 37) % 100, LEAST(100, (a.id::bigint * 37) % 100 + 10), 1000 + (a.id % 20000), a.id % 900,
+               CASE WHEN (a.id::bigint * 37) % 100 < 5 THEN a.share * EXTRACT(EPOCH FROM (coalesce(a.ends_at, now())
                     - a.starts_at)) / 3600 ELSE 0 END,
                60, now()
         FROM labs_allocation a JOIN labs_gpu g ON g.id = a.gpu_id
