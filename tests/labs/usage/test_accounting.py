@@ -155,3 +155,15 @@ def test_reservation_utilisation_and_no_show(lab):
     assert use.reserved_seconds == pytest.approx(4 * 3600) and use.used_seconds == pytest.approx(1.5 * 3600)
     assert use.utilisation_pct == pytest.approx(37.5) and not use.no_show
     assert reservation_use(empty, window).no_show
+
+
+def test_the_export_pages_give_every_entry_of_the_window_once(lab, known):
+    same = known["start"] + 30 * HOUR
+    for _ in range(5):  # entries that start at the same instant: the keyset goes on by id
+        entry(lab.bob, lab.gpus[2], same, same + HOUR)
+    use = Allocation.objects.exclude(kind="reservation")
+    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    pages = list(accounting.entries(use, window, page=2))
+    ids = [row[0] for rows in pages for row in rows]
+    assert sorted(ids) == sorted(accounting.in_window(use, window).values_list("id", flat=True))
+    assert len(ids) == len(set(ids)) == 8 and all(len(rows) <= 2 for rows in pages)

@@ -141,7 +141,8 @@ if plans:
         query = accounting.in_window(use, window).order_by().values(field).annotate(held=accounting._weighted(window))
         explain(group, *query.query.sql_with_params())
     explain("day", *accounting.buckets_sql(use, window, accounting.bucket_edges(window, "day")))
-    page = accounting.in_window(use, window).order_by("starts_at", "id").values_list(*accounting.ENTRY_COLUMNS)
+    inside = use.filter(starts_at__gte=window.start, starts_at__lt=window.until)
+    page = inside.order_by("starts_at", "id").values_list(*accounting.ENTRY_COLUMNS)
     explain("csv_page", *page[:10000].query.sql_with_params())
     out["plans"] = texts
 print(json.dumps(out))
