@@ -281,15 +281,35 @@ ENTRY_COLUMNS = (
 )
 
 
+def _phases(allocations: QuerySet[Allocation], window: Window) -> list[QuerySet[Allocation]]:
+    before = Q(starts_at__lt=window.start) & (Q(ends_at__gt=window.start) | Q(ends_at__isnull=True))
+    inside = Q(starts_at__gte=window.start, starts_at__lt=window.until)
+    return [allocations.filter(before), allocations.filter(inside)]
+
+
+def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[bytes]:
+    """PostgreSQL: the same rows as `entries`, as CSV written by the server (COPY ... TO STDOUT), in the chunks it
+    sends: several times faster than building rows here, memory still constant (nothing is held but a chunk)."""
+    if window.until <= window.start:
+        return
+    for rows in _phases(allocations, window):
+        sql, params = rows.order_by("starts_at", "id").values_list(*ENTRY_COLUMNS).query.sql_with_params()
+        with (
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as copy,
+        ):
+            for chunk in copy:
+                yield bytes(chunk)
+
+
 def entries(allocations: QuerySet[Allocation], window: Window, *, page: int = 10_000) -> Iterator[list[tuple]]:
     """The window's entries in pages, ordered by (starts_at, id): first those begun before the window and still held
     at its start (few), then those begun inside it, each page one range of the (starts_at, id) index (keyset): memory
     stays constant however many there are, and no transaction is held open between pages."""
     if window.until <= window.start:
         return
-    before = Q(starts_at__lt=window.start) & (Q(ends_at__gt=window.start) | Q(ends_at__isnull=True))
-    yield from _pages(allocations.filter(before), page)
-    yield from _pages(allocations.filter(starts_at__gte=window.start, starts_at__lt=window.until), page)
+    for rows in _phases(allocations, window):
+        yield from _pages(rows, page)
 
 
 def _pages(rows: QuerySet[Allocation], page: int) -> Iterator[list[tuple]]:

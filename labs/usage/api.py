@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from labs.usage import accounting, csvstream
 from labs.usage.params import ENTRY, MOMENT_PATTERN, read_query
-from labs.usage.selectors import efficiency_in_scope, usage_entries, usage_report
+from labs.usage.selectors import efficiency_in_scope, usage_entries, usage_entries_csv, usage_report
 
 EFFICIENCY_LIMIT = 5000
 
@@ -112,8 +112,9 @@ ENTRY_HEADER = ("id", "user", "course", "kind", "ref", "node", "gpu_index", "sha
 
 def usage_csv(request, query):
     if query.group_by == ENTRY:
-        pages = usage_entries(query.scope, query.window, kinds=query.kinds)
-        return csvstream.csv_response(request, filename="usage-entries.csv", header=ENTRY_HEADER, pages=pages)
+        raw = usage_entries_csv(query.scope, query.window, kinds=query.kinds)
+        pages = usage_entries(query.scope, query.window, kinds=query.kinds) if raw is None else None
+        return csvstream.csv_response(request, filename="usage-entries.csv", header=ENTRY_HEADER, pages=pages, raw=raw)
     rows = usage_report(query.scope, query.window, query.group_by, kinds=query.kinds)
     page = [(r.key, round(r.gpu_hours, 6), round(r.gpu_seconds, 3), r.starts_at or "", r.ends_at or "") for r in rows]
     filename = f"usage-by-{query.group_by}.csv"

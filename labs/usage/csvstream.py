@@ -33,22 +33,35 @@ def _encode(rows: Iterable[Iterable]) -> bytes:
     return buffer.getvalue().encode()
 
 
-def csv_chunks(header: Iterable[str], pages: Iterator[list]) -> Iterator[bytes]:
+def csv_chunks(header: Iterable[str], pages: Iterator[list] | None, raw: Iterator[bytes] | None = None):
     yield _encode([header])
+    if raw is not None:
+        yield from raw
+        return
     for page in pages:
         yield _encode(page)
 
 
-async def _acsv_chunks(header: Iterable[str], pages: Iterator[list]):
+async def _acsv_chunks(header: Iterable[str], pages: Iterator[list] | None, raw: Iterator[bytes] | None = None):
     yield _encode([header])
-    fetch: Callable = sync_to_async(lambda: next(pages, None), thread_sensitive=True)
-    while (page := await fetch()) is not None:
-        yield _encode(page)
+    source = raw if raw is not None else (_encode(page) for page in pages)
+    fetch: Callable = sync_to_async(lambda: next(source, None), thread_sensitive=True)
+    while (chunk := await fetch()) is not None:
+        yield chunk
 
 
-def csv_response(request: HttpRequest, *, filename: str, header: Iterable[str], pages: Iterator[list]):
+def csv_response(
+    request: HttpRequest,
+    *,
+    filename: str,
+    header: Iterable[str],
+    pages: Iterator[list] | None = None,
+    raw: Iterator[bytes] | None = None,
+):
+    """`pages` of rows to write here, or `raw` CSV bytes written by the database (no header: it comes first)."""
     header = list(header)
-    content = _acsv_chunks(header, pages) if isinstance(request, ASGIRequest) else csv_chunks(header, pages)
+    streams = _acsv_chunks if isinstance(request, ASGIRequest) else csv_chunks
+    content = streams(header, pages, raw)
     response = StreamingHttpResponse(content, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     response["Cache-Control"] = "no-store"

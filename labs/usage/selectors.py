@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
@@ -100,6 +101,13 @@ def usage_total_seconds(scope: Scope, window: Window, *, kinds: tuple[str, ...] 
 
 def usage_entries(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
     return accounting.entries(allocations_in_scope(scope, kinds=kinds), window)
+
+
+def usage_entries_csv(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
+    """The entries as CSV bytes written by PostgreSQL; None elsewhere (use `usage_entries`)."""
+    if connection.vendor != "postgresql":
+        return None
+    return accounting.entries_copy(allocations_in_scope(scope, kinds=kinds), window)
 
 
 def efficiency_visible_to(viewer: User) -> QuerySet[HolderEfficiency]:
