@@ -137,6 +137,7 @@ if plans:
     texts = {}
     def explain(name, sql, params):
         with connection.cursor() as cursor:
+            cursor.execute("SET jit = off")  # as the reports run (labs.usage.accounting._no_jit)
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             texts[name] = "\n".join(row[0] for row in cursor.fetchall())
     for group in ("course", "user"):
