@@ -7,10 +7,12 @@ class LabsConfig(AppConfig):
 
     def ready(self) -> None:
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
-        from labs.budgets.receivers import on_ledger_closed
+        from labs.budgets.receivers import on_holders_closed as budgets_on_holders_closed
         from labs.notebooks import reconcile as notebooks_reconcile  # noqa: F401 - the hub's reconcile steps
         from labs.notebooks.receivers import on_allocations_ended
-        from labs.signals import allocations_ended, ledger_closed
+        from labs.signals import allocations_ended, holders_closed
+        from labs.usage.efficiency import on_holders_closed
 
         allocations_ended.connect(on_allocations_ended, dispatch_uid="labs.notebooks_stop_on_allocations_ended")
-        ledger_closed.connect(on_ledger_closed, dispatch_uid="labs.budgets_check_on_ledger_closed")
+        holders_closed.connect(on_holders_closed, dispatch_uid="labs.usage_efficiency_on_holders_closed")
+        holders_closed.connect(budgets_on_holders_closed, dispatch_uid="labs.budgets_check_on_holders_closed")

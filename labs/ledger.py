@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from labs.models import Allocation, AllocationKind
-from labs.signals import ledger_closed
+from labs.signals import holders_closed
 from portal.accounts.models import User
 
 ONE = Decimal("1")
@@ -136,13 +136,14 @@ def allocations_close(
     changes: dict[str, object] = {"ends_at": at}
     if reason is not None:
         changes["reason"] = reason[:200]
-    holders = set(rows.values_list("user_id", "course_id"))
+    found = set(rows.values_list("kind", "ref", "user_id", "course_id"))
     closed = rows.update(**changes)
     if closed:
-        user_ids = sorted({user_id for user_id, _ in holders})
-        course_ids = sorted({course_id for _, course_id in holders if course_id is not None})
+        refs = sorted({Ref(kind, key) for kind, key, _, _ in found}, key=str)
+        user_ids = sorted({user_id for _, _, user_id, _ in found})
+        course_ids = sorted({course_id for _, _, _, course_id in found if course_id is not None})
         transaction.on_commit(
-            lambda: ledger_closed.send(sender=Allocation, user_ids=user_ids, course_ids=course_ids, at=at)
+            lambda: holders_closed.send(sender=Allocation, refs=refs, user_ids=user_ids, course_ids=course_ids, at=at)
         )
     return closed
 

@@ -10,6 +10,8 @@ from django.dispatch import Signal
 # (e.g. a reservation's window began on their nodes).
 allocations_ended = Signal()
 
-# Sent after commit with user_ids=[...], course_ids=[...] (None left out) and at=... whenever the ledger closed
-# entries (a notebook, job attempt or reservation ended): what reads use right after it (budget alerts) acts on it.
-ledger_closed = Signal()
+# Sent after commit whenever the ledger closed entries (a job attempt or notebook session ended, a reservation's
+# window closed), with refs=[Ref, ...] (labs.ledger.Ref: the holders), user_ids=[...], course_ids=[...] (None left
+# out) and at=datetime. What reads right after it acts on it: usage computes the holders' efficiency rows, budgets
+# check their people's and courses' alerts.
+holders_closed = Signal()

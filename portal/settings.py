@@ -723,6 +723,21 @@ except ValueError:
 TELEMETRY_CLIENT_QUEUE = envint("TELEMETRY_CLIENT_QUEUE", 30, minimum=2)
 TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5)
 TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
+# --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
+# A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.
+USAGE_IDLE_UTIL_PCT = envint("USAGE_IDLE_UTIL_PCT", 5, minimum=0, maximum=100)
+# How often beat refreshes the efficiency rows of running holders and of holders ended without one (seconds).
+USAGE_EFFICIENCY_REFRESH_S = envint("USAGE_EFFICIENCY_REFRESH_S", 600, minimum=30)
+# Holders ended within this many days are (re)computed by the refresh; the telemetry history must reach that far
+# back plus the longest holder, so it is kept at least USAGE_EFFICIENCY_DAYS + 7 days whatever TELEMETRY_HISTORY_DAYS.
+USAGE_EFFICIENCY_DAYS = envint("USAGE_EFFICIENCY_DAYS", 2, minimum=1, maximum=60)
+TELEMETRY_HISTORY_DAYS = max(TELEMETRY_HISTORY_DAYS, USAGE_EFFICIENCY_DAYS + 7)
+# The lab's terms for the `term` bucket of usage reports: the month-day each term starts, in the lab's zone.
+USAGE_TERM_STARTS = envlist("USAGE_TERM_STARTS", ["02-01", "08-01"])
+CELERY_BEAT_SCHEDULE["usage-efficiency-refresh"] = {
+    "task": "labs.tasks.usage_efficiency_refresh",
+    "schedule": float(USAGE_EFFICIENCY_REFRESH_S),
+}
 # Celery queues whose lengths /metrics reports.
 PORTAL_METRICS_QUEUES = envlist("PORTAL_METRICS_QUEUES", ["celery"])
 

@@ -12,6 +12,7 @@ from labs.budgets import urls as budgets_urls
 from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
 from labs.telemetry import urls as telemetry_urls
+from labs.usage import urls as usage_urls
 from portal import ops
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
@@ -48,6 +49,7 @@ api_v1 = [
     path("", include(notebooks_urls.api_urlpatterns)),
     path("", include(jobs_urls.api_urlpatterns)),
     path("", include(budgets_urls.api_urlpatterns)),
+    path("", include(usage_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
     path("redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
@@ -79,6 +81,7 @@ urlpatterns = [
     path("", include(reservations_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),
+    path("", include(usage_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),

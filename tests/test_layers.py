@@ -65,6 +65,7 @@ CAPABILITIES = (
     "labs.notebooks",
     "labs.telemetry",
     "labs.budgets",
+    "labs.usage",
     "portal.accounts",
     "labs",
     "jobs",
@@ -75,6 +76,7 @@ MODEL_HOMES = {
     "labs.models.notebooks": "labs.notebooks",
     "labs.models.telemetry": "labs.telemetry",
     "labs.models.budgets": "labs.budgets",
+    "labs.models.usage": "labs.usage",
 }
 ENTRY_POINTS = {
     "portal.accounts": (
@@ -124,6 +126,7 @@ ENTRY_POINTS = {
         "labs.budgets.services",  # the guard notebooks and jobs call before they queue
         "labs.models.budgets",
     ),
+    "labs.usage": ("labs.usage", "labs.usage.selectors", "labs.models.usage"),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }
 # Modules Django and Celery look up by name at an app's root (its AppConfig, the admin site's registrations, the

@@ -86,6 +86,10 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404, 403), "post": (302, 403, 404, 404, 403)},
     "notebooks/profiles/<slug:slug>/deactivate/": {"get": (302, 403, 404, 404, 403), "post": (302, 403, 404, 404, 403)},
     "notebooks/profiles/<slug:slug>/activate/": {"post": (302, 403, 404, 404, 403)},
+    "usage/": {"get": (302, 200, 200, 200, 200)},
+    "usage/courses/": {"get": (302, 403, 200, 200, 200)},  # assistants see their courses' usage
+    "usage/lab/": {"get": (302, 403, 403, 200, 403)},
+    "usage/csv/<slug:table>/": {"get": (302, 404, 404, 404, 404)},  # no such table
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
     "o/authorize/": {
@@ -162,6 +166,8 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
         "delete": (401, 403, 403, 404, 403),
         "other": (401, 403, 403, 405, 403),
     },
+    "api/v1/usage/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/usage/efficiency/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/schema/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/docs/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/redoc/": {"get": (401, 200, 200, 200, 200)},
@@ -173,6 +179,15 @@ VARIANTS = {
     "/api/v1/availability/?starts_at=2030-01-07T14:00&ends_at=2030-01-07T16:00": (401, 200, 200, 200, 200),
     "/api/v1/notebooks/?mine=true": (401, 200, 200, 200, 200),
     "/lab/reservations/?week=2030-01-07": (302, 200, 200, 200, 200),
+    "/api/v1/usage/?group_by=planet": (401, 400, 400, 400, 400),
+    "/api/v1/usage/?from=2026-03-10&to=2026-03-01": (401, 400, 400, 400, 400),
+    "/api/v1/usage/?course=NO-SUCH": (401, 403, 404, 404, 404),
+    "/api/v1/usage/?user=no-such": (401, 404, 404, 404, 404),
+    "/api/v1/usage/?format=csv": (401, 200, 200, 200, 200),
+    "/api/v1/usage/efficiency/?course=NO-SUCH": (401, 403, 404, 404, 404),
+    "/usage/csv/my-sessions/": (302, 200, 200, 200, 200),
+    "/usage/csv/course-students/": (302, 403, 200, 200, 200),
+    "/usage/csv/lab-courses/": (302, 403, 403, 200, 403),
 }
 
 JSON_CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found"}

@@ -1,4 +1,4 @@
-"""Right after work ends (labs.signals.ledger_closed), check the budgets of its people and courses.
+"""Right after work ends (labs.signals.holders_closed), check the budgets of its people and courses.
 
 With a worker the check goes to Celery by name (`labs.tasks.budgets_check`); with tasks run in-process (the run
 command, tests) it runs here, after the commit that closed the entries.
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 BUDGETS_CHECK = "labs.tasks.budgets_check"
 
 
-def on_ledger_closed(sender, *, user_ids: list[int], course_ids: list[int], **kwargs) -> None:
+def on_holders_closed(sender, *, user_ids: list[int], course_ids: list[int], **kwargs) -> None:
     if not settings.BUDGETS_CHECK_ON_END:
         return
     if settings.CELERY_TASK_ALWAYS_EAGER:

@@ -6,6 +6,7 @@
 - notebooks.py     NotebookProfile, NotebookSession, their statuses and the NOTEBOOK_* groups of them
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
 - budgets.py       Budget, BudgetAlert, UsageReportSent: GPU-hour budgets, the alerts told, the weekly reports sent
+- usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
 
 `from labs.models import X` is the way in for every name below.
@@ -31,6 +32,7 @@ from labs.models.reservations import (
     ReservationStatus,
 )
 from labs.models.telemetry import GpuAlert, GpuAlertKind, GpuMinute, NodeAgentToken
+from labs.models.usage import HolderEfficiency
 
 __all__ = [
     "HOLDING_STATUSES",
@@ -45,6 +47,7 @@ __all__ = [
     "BudgetAlert",
     "BudgetPeriod",
     "Gpu",
+    "HolderEfficiency",
     "GpuAlert",
     "GpuAlertKind",
     "GpuMinute",

@@ -48,6 +48,10 @@ class Allocation(models.Model):
         indexes = [
             models.Index(fields=["user", "starts_at"], name="alloc_user_start"),
             models.Index(fields=["gpu", "ends_at"], name="alloc_gpu_end"),
+            # Usage reports read a window by its start; the CSV export pages through it by (starts_at, id).
+            models.Index(fields=["starts_at", "id"], name="alloc_start_id"),
+            # ... and find the entries begun before a window that were still held at its start.
+            models.Index(fields=["ends_at"], name="alloc_end"),
         ]
         constraints = [
             models.CheckConstraint(

@@ -18,6 +18,10 @@ RESERVATIONS_STAFF_ONLY = "Reservations are for teachers and admins; ask your te
 PROFILES_STAFF_ONLY = "Notebook profiles are for teachers and admins."
 COURSE_NOTEBOOKS_STAFF_ONLY = "Your courses' notebooks are for teachers, teaching assistants and admins."
 ROSTERS_TEACHERS_ONLY = "Course rosters are for the course's teachers and admins; ask a teacher of the course."
+USAGE_COURSE_STAFF_ONLY = (
+    "A course's usage is for its teachers, teaching assistants and admins; ask for your own usage instead."
+)
+USAGE_LAB_ADMINS_ONLY = "The whole lab's usage is for admins."
 ADMINS_ONLY = "Only admins {what}."
 OWNER_OR_ADMIN = "Only its owner or an admin may {what}."
 OWNER_TEACHER_OR_ADMIN = "Only its owner, a teacher or teaching assistant of their course or an admin may {what}."

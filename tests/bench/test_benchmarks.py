@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management import get_commands
 
 ROOT = Path(__file__).resolve().parents[2]
-SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout", "bench_portal"}
+SMOKED = {"replay_trace", "bench_scheduler", "bench_class_start", "bench_fanout", "bench_portal", "bench_usage"}
 
 
 def manage(*args: str, var_dir: Path, timeout: int = 300) -> dict:
@@ -119,3 +119,21 @@ def test_bench_portal(tmp_path):
     assert figures["http"]["notebooks"]["accepted"] == 5 and figures["http"]["jobs"]["submitted"] >= 1
     assert figures["ledger"]["ledger_over_100pct"] == 0 and figures["ledger"]["allocation_rows"] >= 1
     assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
+
+
+@pytest.mark.postgresql_only
+def test_bench_usage(tmp_path):
+    # As the README runs it, at a size of seconds, on the test PostgreSQL server.
+    server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal").rsplit("/", 1)[0]
+    figures = manage(
+        "bench_usage", "--allocations", "3000", "--runs", "2", "--database-url", f"{server}/postgres", "--json",
+        var_dir=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert figures["allocations"] == 3000
+    for group in ("course", "user", "day"):
+        report = figures["reports"][group]
+        assert report["rows"] > 0 and 0 < report["p50_ms"] <= report["p95_ms"]
+    assert figures["reports"]["day"]["rows"] == 181  # 1 February to 31 July
+    csv_figures = figures["csv"]
+    assert 0 < csv_figures["rows"] < 3000 and csv_figures["rows_per_s"] > 0 and csv_figures["first_byte_ms"] > 0
+    assert 0 < csv_figures["rss_mb_start"] <= csv_figures["rss_mb_peak"]

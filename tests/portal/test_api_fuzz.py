@@ -54,6 +54,8 @@ LAB_RULES = [
     "notebooks_create",
     "budgets_create",  # a course or person that exists (one of them), amounts within bounds, days in order
     "budgets_partial_update",
+    "usage_retrieve",  # windows after each other, at most two years, group_by=entry only as CSV
+    "usage_efficiency_retrieve",
 ]
 CONFIG = SchemathesisConfig.from_dict(
     {

@@ -1,0 +1,110 @@
+"""What a usage request asks for, read once for the API and the pages: the window, the grouping, the kinds, and
+whose usage (a course, a person). Bad input is an InvalidInput naming the field; what the caller may not see is
+decided by the selectors (`scope_for`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from collections.abc import Mapping
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from labs.models import AllocationKind
+from labs.usage.accounting import GROUPS, Window
+from labs.usage.selectors import USE_KINDS, Scope, scope_for
+from portal.accounts.models import User
+from portal.dates import OUT_OF_RANGE, date_in_range
+from portal.errors import InvalidInput
+
+MAX_SPAN = dt.timedelta(days=2 * 366)
+ENTRY = "entry"  # one CSV row per ledger entry (the export), CSV only
+NOT_A_TIME = "Give a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM with a UTC offset, or in the lab's zone)."
+# What the API's schema says `from` and `to` look like; anything else is refused before it is read.
+MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
+
+
+@dataclasses.dataclass(frozen=True)
+class UsageQuery:
+    scope: Scope
+    window: Window
+    group_by: str
+    kinds: tuple[str, ...]
+
+
+def _local_midnight(day: dt.date) -> dt.datetime:
+    return timezone.make_aware(dt.datetime.combine(day, dt.time.min), timezone.get_current_timezone())
+
+
+def parse_moment(raw: str, *, field: str, end_of_day: bool = False) -> dt.datetime:
+    """A date is the start of that day in the lab's zone (for `to`, the end of it: the day is included)."""
+    if not isinstance(raw, str) or not re.fullmatch(MOMENT_PATTERN, raw):
+        raise InvalidInput(f"{field}: {NOT_A_TIME}", fields={field: NOT_A_TIME})
+    try:
+        if len(raw) == 10:
+            day = dt.date.fromisoformat(raw)
+            if not date_in_range(day):
+                raise InvalidInput(f"{field}: {OUT_OF_RANGE}", fields={field: OUT_OF_RANGE})
+            return _local_midnight(day + dt.timedelta(days=1) if end_of_day else day)
+        moment = parse_datetime(raw)
+    except (ValueError, OverflowError):
+        moment = None
+    if moment is None:
+        raise InvalidInput(f"{field}: {NOT_A_TIME}", fields={field: NOT_A_TIME})
+    if timezone.is_naive(moment):
+        try:
+            moment = timezone.make_aware(moment)
+        except (ValueError, OverflowError):
+            raise InvalidInput(f"{field}: {NOT_A_TIME}", fields={field: NOT_A_TIME}) from None
+    if not date_in_range(moment):
+        raise InvalidInput(f"{field}: {OUT_OF_RANGE}", fields={field: OUT_OF_RANGE})
+    return moment
+
+
+def default_start(now: dt.datetime) -> dt.datetime:
+    """Monday 00:00 eight weeks ago, in the lab's zone: this week and the seven before it."""
+    today = timezone.localtime(now).date()
+    return _local_midnight(today - dt.timedelta(days=today.weekday() + 7 * 7))
+
+
+def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Window:
+    raw_from, raw_to = params.get("from"), params.get("to")
+    start = parse_moment(raw_from, field="from") if raw_from is not None else default_start(now)
+    end = parse_moment(raw_to, field="to", end_of_day=True) if raw_to is not None else now
+    if end <= start:
+        raise InvalidInput("to: the window must end after it starts.", fields={"to": "Must be after from."})
+    if end - start > MAX_SPAN:
+        why = "Ask for at most two years at a time."
+        raise InvalidInput(f"to: {why}", fields={"to": why})
+    return Window(start=start, end=end, now=now)
+
+
+def read_kinds(raw: str | None) -> tuple[str, ...]:
+    if not raw:
+        return USE_KINDS
+    kinds = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    unknown = [kind for kind in kinds if kind not in AllocationKind.values]
+    if unknown or not kinds:
+        why = f"Choose among {', '.join(AllocationKind.values)}, separated by commas."
+        raise InvalidInput(f"kind: {why}", fields={"kind": why})
+    return kinds
+
+
+def read_query(
+    params: Mapping[str, str], *, viewer: User, now: dt.datetime | None = None, entries_allowed: bool = False
+) -> UsageQuery:
+    """The whole request, checked: 400 for bad input, then 403/404 from the selectors for whose usage."""
+    now = now or timezone.now()
+    group_by = (params.get("group_by") or "user").strip()
+    allowed = (*GROUPS, ENTRY) if entries_allowed else GROUPS
+    if group_by not in allowed:
+        why = f"Group by one of {', '.join(GROUPS)}" + (f" (or {ENTRY}, as CSV)." if entries_allowed else ".")
+        raise InvalidInput(f"group_by: {why}", fields={"group_by": why})
+    window = read_window(params, now=now)
+    kinds = read_kinds(params.get("kind"))
+    scope = scope_for(
+        viewer, course_code=(params.get("course") or "").strip(), username=(params.get("user") or "").strip()
+    )
+    return UsageQuery(scope=scope, window=window, group_by=group_by, kinds=kinds)

@@ -1,0 +1,164 @@
+"""What the usage pages show, as tables (a header and rows) that the pages render and the CSV downloads stream: one
+source for both, so a page's figures and its CSV's agree. Visibility comes from the selectors (`Scope`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+
+from django.db.models import Avg, Count, F, Sum
+from django.db.models.functions import ExtractHour
+from django.utils import timezone
+
+from labs.ledger import week_gpu_hours, week_start
+from labs.models import GpuMinute, NotebookSession
+from labs.usage.accounting import Window
+from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
+from portal.accounts.selectors import effective_quota
+
+IDLE_HINT_SHARE = 0.5  # a notebook idle for more than half of what it held gets a hint
+
+
+@dataclasses.dataclass
+class Table:
+    name: str
+    header: list[str]
+    rows: list[list]
+
+    @property
+    def total_gpu_hours(self) -> float:
+        index = self.header.index("gpu_hours") if "gpu_hours" in self.header else None
+        return round(sum(row[index] for row in self.rows), 6) if index is not None else 0.0
+
+
+def _hours(seconds: float) -> float:
+    return round(seconds / 3600, 4)
+
+
+def sessions_table(scope: Scope, window: Window) -> Table:
+    rows = []
+    for row in efficiency_in_scope(scope, window)[:1000]:
+        rows.append(
+            [
+                row.holder_ref,
+                row.holder_kind,
+                row.user.username,
+                row.course.code if row.course_id else "",
+                row.node.name if row.node_id else "",
+                timezone.localtime(row.started_at),
+                timezone.localtime(row.ended_at) if row.ended_at else None,
+                round(row.gpu_hours, 4),
+                row.mean_util_pct,
+                row.p95_util_pct,
+                row.peak_mem_mb,
+                row.energy_wh,
+                round(row.idle_gpu_hours, 4),
+            ]
+        )
+    header = ["holder", "kind", "user", "course", "node", "started", "ended", "gpu_hours", "mean_util_pct"]
+    header += ["p95_util_pct", "peak_mem_mb", "energy_wh", "idle_gpu_hours"]
+    return Table("sessions", header, rows)
+
+
+def idle_hints(table: Table) -> list[str]:
+    """Notebooks that sat idle on a GPU for more than half of what they held."""
+    hints = []
+    for row in table.rows:
+        gpu_hours, idle = row[7], row[12]
+        if row[1] == "notebook" and gpu_hours and idle / gpu_hours > IDLE_HINT_SHARE:
+            hints.append(row[0])
+    return hints
+
+
+def grouped_table(scope: Scope, window: Window, group_by: str, *, name: str) -> Table:
+    rows = [[row.key, _hours(row.gpu_seconds)] for row in usage_report(scope, window, group_by)]
+    return Table(name, [group_by, "gpu_hours"], rows)
+
+
+def students_table(scope: Scope, window: Window, *, sort: str = "gpu_hours") -> Table:
+    """Each person with GPU-hours (ledger) and idle GPU-hours (efficiency rows), sorted by a column."""
+    used = {row.key: _hours(row.gpu_seconds) for row in usage_report(scope, window, "user")}
+    idle = dict(
+        efficiency_in_scope(scope, window)
+        .order_by()
+        .values("user__username")
+        .annotate(idle=Sum("idle_gpu_hours"))
+        .values_list("user__username", "idle")
+    )
+    if scope.course is not None:
+        for person in scope.course.students.all():
+            used.setdefault(person.username, 0.0)
+    rows = [[user, hours, round(idle.get(user) or 0.0, 4)] for user, hours in used.items()]
+    column = {"user": 0, "gpu_hours": 1, "idle_gpu_hours": 2}.get(sort, 1)
+    rows.sort(key=lambda row: (row[column], row[0]) if column == 0 else (-row[column], row[0]))
+    return Table("students", ["user", "gpu_hours", "idle_gpu_hours"], rows)
+
+
+def reservations_table(scope: Scope, window: Window) -> Table:
+    rows = []
+    for use in reservations_use(scope, window):
+        r = use.reservation
+        pct = use.utilisation_pct
+        rows.append(
+            [
+                r.title,
+                r.course.code if r.course_id else "",
+                timezone.localtime(r.starts_at),
+                timezone.localtime(r.ends_at),
+                _hours(use.reserved_seconds),
+                _hours(use.used_seconds),
+                round(pct, 1) if pct is not None else None,
+                "yes" if use.no_show else "no",
+            ]
+        )
+    header = ["reservation", "course", "starts", "ends", "reserved_gpu_hours", "used_gpu_hours", "utilisation_pct"]
+    return Table("reservations", [*header, "no_show"], rows)
+
+
+def heat_table(window: Window) -> Table:
+    """Mean GPU utilisation per node and hour of the day (the lab's zone), from the telemetry history."""
+    rows = (
+        GpuMinute.objects.filter(minute__gte=window.start, minute__lt=window.until)
+        .annotate(hour=ExtractHour("minute", tzinfo=timezone.get_current_timezone()), node=F("gpu__node__name"))
+        .values("node", "hour")
+        .annotate(util=Avg("util_avg"), minutes=Count("id"))
+        .order_by("node", "hour")
+    )
+    return Table(
+        "heat",
+        ["node", "hour", "mean_util_pct", "minutes"],
+        [[row["node"], row["hour"], round(row["util"] or 0, 1), row["minutes"]] for row in rows],
+    )
+
+
+def days_table(scope: Scope, window: Window, *, gpus: int) -> Table:
+    """Per day: GPU-hours used, the lab's utilisation (used / GPUs × hours of the day) and notebooks' queue wait."""
+    waits: dict[str, list[float]] = defaultdict(list)
+    sessions = NotebookSession.objects.filter(
+        requested_at__gte=window.start, requested_at__lt=window.until, ready_at__isnull=False
+    ).values_list("requested_at", "ready_at")
+    for requested, ready in sessions.iterator(chunk_size=2000):
+        waits[timezone.localtime(requested).date().isoformat()].append((ready - requested).total_seconds())
+    rows = []
+    for row in usage_report(scope, window, "day"):
+        hours = (row.ends_at - row.starts_at).total_seconds() / 3600
+        capacity = gpus * hours
+        day_waits = sorted(waits.get(row.key, []))
+        mean_wait = round(sum(day_waits) / len(day_waits), 1) if day_waits else None
+        p95 = day_waits[max(0, int(0.95 * len(day_waits) + 0.999) - 1)] if day_waits else None
+        utilisation = round(100 * row.gpu_hours / capacity, 1) if capacity else None
+        rows.append([row.key, _hours(row.gpu_seconds), utilisation, mean_wait, p95])
+    return Table("days", ["day", "gpu_hours", "utilisation_pct", "notebook_wait_mean_s", "notebook_wait_p95_s"], rows)
+
+
+def week_against_quota(viewer, now: dt.datetime) -> dict:
+    used = float(week_gpu_hours(viewer, now=now))
+    allowed = float(effective_quota(viewer).gpu_hours_week)
+    return {
+        "used": used,
+        "allowed": allowed,
+        "left": max(allowed - used, 0.0),
+        "pct": min(100.0, 100 * used / allowed) if allowed else 0.0,
+        "since": week_start(now),
+    }

@@ -1,0 +1,189 @@
+"""Usage's reads and who may see what: students themselves, teachers their courses, admins the whole lab.
+
+Every report starts from `allocations_visible_to` or `efficiency_visible_to` and narrows from there; the API and the
+pages never filter by role themselves. Asking for what one may not see is a NotFound (a course one does not teach,
+another student), never an empty answer that would say it exists; a student asking for a course at all is refused.
+
+A course's usage is its ledger entries (booked to the course) and, for entries booked to no course, those of its
+enrolled students: a student of two courses counts in both when their work named neither.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+
+from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
+from labs.usage import accounting
+from labs.usage.accounting import UsageRow, Window
+from portal.accounts.models import Course, User
+from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
+from portal.accounts.selectors import courses_staffed_by
+from portal.errors import NotFound, NotPermitted
+
+USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
+
+
+def _students_of(courses: QuerySet[Course]) -> QuerySet[User]:
+    return User.objects.filter(enrollments__course__in=courses).values("pk")
+
+
+def _people_filter(viewer: User, *, user_field: str, course_field: str) -> Q:
+    if viewer.is_lab_admin:
+        return Q()
+    if looks_after_courses(viewer):  # teachers and teaching assistants: their courses' people too
+        staffed = courses_staffed_by(viewer)
+        return (
+            Q(**{user_field: viewer.pk})
+            | Q(**{f"{course_field}__in": staffed})
+            | Q(**{f"{user_field}__in": _students_of(staffed)})
+        )
+    return Q(**{user_field: viewer.pk})
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What a report covers: the viewer, and optionally one course or one person they may see."""
+
+    viewer: User
+    course: Course | None = None
+    person: User | None = None
+
+
+def scope_for(viewer: User, *, course_code: str | None = None, username: str | None = None) -> Scope:
+    """Check what the viewer asks for; NotPermitted for a student asking for a course, NotFound for what they may
+    not see."""
+    course = person = None
+    if course_code:
+        if not looks_after_courses(viewer):
+            raise NotPermitted(USAGE_COURSE_STAFF_ONLY)
+        course = courses_staffed_by(viewer).filter(code=course_code).first()
+        if course is None:
+            raise NotFound("No such course among the ones you look after.")
+    if username:
+        candidates = User.objects.filter(username=username)
+        if not viewer.is_lab_admin:
+            candidates = candidates.filter(_people_filter(viewer, user_field="pk", course_field="enrollments__course"))
+        person = candidates.distinct().first()
+        if person is None:
+            raise NotFound("No such person among the ones whose usage you may see.")
+    return Scope(viewer=viewer, course=course, person=person)
+
+
+def allocations_visible_to(viewer: User) -> QuerySet[Allocation]:
+    if viewer is None or not viewer.is_authenticated:
+        return Allocation.objects.none()
+    return Allocation.objects.filter(_people_filter(viewer, user_field="user", course_field="course"))
+
+
+def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) -> QuerySet[Allocation]:
+    rows = allocations_visible_to(scope.viewer).filter(kind__in=kinds)
+    if scope.course is not None:
+        rows = rows.filter(
+            Q(course=scope.course)
+            | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=scope.course.pk)))
+        )
+    if scope.person is not None:
+        rows = rows.filter(user=scope.person)
+    return rows
+
+
+def usage_report(scope: Scope, window: Window, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
+    return accounting.usage(allocations_in_scope(scope, kinds=kinds), window, group_by)
+
+
+def usage_total_seconds(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS) -> float:
+    return accounting.total_seconds(allocations_in_scope(scope, kinds=kinds), window)
+
+
+def usage_entries(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
+    return accounting.entries(allocations_in_scope(scope, kinds=kinds), window)
+
+
+def usage_entries_csv(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
+    """The entries as CSV bytes written by PostgreSQL; None elsewhere (use `usage_entries`)."""
+    if connection.vendor != "postgresql":
+        return None
+    return accounting.entries_copy(allocations_in_scope(scope, kinds=kinds), window)
+
+
+def efficiency_visible_to(viewer: User) -> QuerySet[HolderEfficiency]:
+    if viewer is None or not viewer.is_authenticated:
+        return HolderEfficiency.objects.none()
+    return HolderEfficiency.objects.filter(_people_filter(viewer, user_field="user", course_field="course"))
+
+
+def efficiency_in_scope(scope: Scope, window: Window) -> QuerySet[HolderEfficiency]:
+    """Efficiency rows of the holders that overlap the window, newest first."""
+    rows = efficiency_visible_to(scope.viewer).filter(started_at__lt=window.until).exclude(ended_at__lte=window.start)
+    if scope.course is not None:
+        rows = rows.filter(
+            Q(course=scope.course)
+            | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=scope.course.pk)))
+        )
+    if scope.person is not None:
+        rows = rows.filter(user=scope.person)
+    return rows.select_related("user", "course", "node").order_by("-started_at", "holder_ref")
+
+
+# --- Reservations: what their course used of what they held ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ReservationUse:
+    reservation: Reservation
+    reserved_seconds: float
+    used_seconds: float
+
+    @property
+    def utilisation_pct(self) -> float | None:
+        return 100 * self.used_seconds / self.reserved_seconds if self.reserved_seconds else None
+
+    @property
+    def no_show(self) -> bool:
+        """Held GPU time and nobody of its course used any of it."""
+        return self.reserved_seconds > 0 and self.used_seconds == 0
+
+
+def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]:
+    viewer = scope.viewer
+    if not looks_after_courses(viewer):
+        return Reservation.objects.none()
+    rows = Reservation.objects.filter(starts_at__lt=window.until, ends_at__gt=window.start)
+    if not viewer.is_lab_admin:
+        rows = rows.filter(Q(owner=viewer) | Q(course__in=courses_staffed_by(viewer)))
+    if scope.course is not None:
+        rows = rows.filter(course=scope.course)
+    return rows.select_related("owner", "course").order_by("starts_at", "pk")
+
+
+def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
+    """GPU-seconds the reservation held in the ledger within the window, and the GPU-seconds its course's people
+    (its owner, the course's entries, its enrolled students) used on those GPUs while it held them."""
+    entries = Allocation.objects.filter(kind=AllocationKind.RESERVATION, ref=f"reservation:{reservation.pk}")
+    reserved = accounting.total_seconds(entries, window)
+    people = Q(user=reservation.owner_id)
+    if reservation.course_id:
+        course = Course.objects.filter(pk=reservation.course_id)
+        people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
+    used = 0.0
+    for entry in accounting.in_window(entries, window):
+        held = Window(
+            start=max(entry.starts_at, window.start),
+            end=min(entry.ends_at or window.until, window.until),
+            now=window.now,
+        )
+        work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id=entry.gpu_id)
+        used += accounting.total_seconds(work, held)
+    return ReservationUse(reservation=reservation, reserved_seconds=reserved, used_seconds=used)
+
+
+def reservations_use(scope: Scope, window: Window, *, limit: int = 200) -> list[ReservationUse]:
+    return [reservation_use(reservation, window) for reservation in reservations_in_scope(scope, window)[:limit]]
+
+
+def window_of(*, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> Window:
+    return Window(start=start, end=end, now=now)

@@ -1,0 +1,80 @@
+"""The usage pages per role: what each shows, totals that agree with the API, CSV downloads, no inline scripts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.test import Client
+
+from tests.factories import PASSWORD, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def now(frozen_now, lab):
+    return frozen_now(lab.now)
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+def total_on(page: str) -> float:
+    return float(re.search(r'data-testid="total">([0-9.]+)<', page).group(1))
+
+
+def no_inline_script(page: str) -> None:
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", page), "inline <script>"
+    assert not re.search(r"\son[a-z]+\s*=", page), "inline event handler"
+
+
+def test_my_usage_shows_the_week_the_chart_and_each_session(now, lab, known, api_as):
+    from labs.ledger import Ref
+    from labs.models import Allocation
+    from labs.usage.efficiency import efficiency_compute
+
+    for ref in set(Allocation.objects.filter(user=lab.alice).values_list("ref", flat=True)):
+        efficiency_compute(ref=Ref.parse(ref), now=lab.now)
+    page = signed_in(lab.alice).get("/usage/", {"from": "2026-03-09", "to": "2026-03-11"}).content.decode()
+    no_inline_script(page)
+    assert 'data-testid="week-used">4.00<' in page  # Monday 00:00 to now: 4 GPU-hours
+    assert "<svg" in page and 'class="bar"' in page
+    assert total_on(page) == pytest.approx(4.0)
+    assert "job:1#1" in page and "notebook:2" in page
+    assert "bob" not in page and "carol" not in page
+
+
+def test_the_course_page_agrees_with_the_api(now, lab, known):
+    client = signed_in(lab.teacher)
+    page = client.get("/usage/courses/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"})
+    body = page.content.decode()
+    no_inline_script(body)
+    assert "alice" in body and "bob" in body and "carol" not in body and "Budget use" in body
+    api = client.get("/api/v1/usage/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"}).json()
+    assert total_on(body) == pytest.approx(api["total_gpu_hours"], abs=0.01)
+    download = client.get("/usage/csv/course-students/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert sum(float(row["gpu_hours"]) for row in rows) == pytest.approx(api["total_gpu_hours"], abs=0.01)
+    assert client.get("/usage/courses/", {"course": "CV-201"}).status_code == 404
+
+
+def test_the_lab_page_is_for_admins(now, lab, known):
+    admin = UserFactory(username="boss", role="admin")
+    page = signed_in(admin).get("/usage/lab/", {"from": "2026-03-09", "to": "2026-03-11"}).content.decode()
+    no_inline_script(page)
+    assert total_on(page) == pytest.approx((known["alice"] + known["bob"] + known["carol"]) / 3600, abs=0.01)
+    assert "DL-101" in page and "CV-201" in page and "gpu01" in page
+    assert signed_in(lab.teacher).get("/usage/lab/").status_code == 403
+    assert signed_in(lab.alice).get("/usage/courses/").status_code == 403
+
+
+def test_bad_dates_show_a_sentence_not_an_error(now, lab):
+    page = signed_in(lab.alice).get("/usage/", {"from": "2026-03-10", "to": "2026-01-01"})
+    assert page.status_code == 200 and "Must be after from" not in page.content.decode()
+    assert "the window must end after it starts" in page.content.decode()
