@@ -220,12 +220,37 @@ def _log_headers(response: HttpResponse, page: LogPage) -> HttpResponse:
     return response
 
 
+def log_request(user, job_id: int, params) -> tuple[Job, dict, int]:
+    """The job (if `user` may see it), the checked query and the attempt asked for; DRF errors otherwise.
+
+    Shared by this view and the ASGI log follower (portal/log_follow_app.py), so both answer alike."""
+    job = job_for(user, job_id)
+    query = LogsQuery(data=params)
+    query.is_valid(raise_exception=True)
+    values = query.validated_data
+    attempt = values.get("attempt") or job.attempt
+    if attempt > job.attempt or values["rank"] >= job.nodes:
+        field = "attempt" if attempt > job.attempt else "rank"
+        raise serializers.ValidationError({field: ["No such attempt or rank."]})
+    return job, values, attempt
+
+
+def follow_headers(follow: Follow) -> dict[str, str]:
+    return {
+        "Content-Type": "text/plain; charset=utf-8",
+        "X-Log-Start": str(follow.since),
+        "X-Log-Attempt": str(follow.attempt),
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",  # a proxy in front passes each piece on as it comes
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
 def _follow_response(follow: Follow) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(follow_log(follow), content_type="text/plain; charset=utf-8")
-    response["X-Log-Start"] = str(follow.since)
-    response["X-Log-Attempt"] = str(follow.attempt)
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # a proxy in front passes each piece on as it comes
+    """Under WSGI (and the test client); under ASGI portal/log_follow_app.py answers ?follow=1 before Django."""
+    response = StreamingHttpResponse(follow_log(follow))
+    for name, value in follow_headers(follow).items():
+        response[name] = value
     after_view()
     return response
 
@@ -247,15 +272,7 @@ class JobLogsApi(APIView):
         ),
     )
     def get(self, request, job_id: int):
-        job = job_for(request.user, job_id)
-        query = LogsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        values = query.validated_data
-        attempt = values.get("attempt") or job.attempt
-        if attempt > job.attempt or values["rank"] >= job.nodes:
-            raise serializers.ValidationError(
-                {"attempt" if attempt > job.attempt else "rank": ["No such attempt or rank."]}
-            )
+        job, values, attempt = log_request(request.user, job_id, request.query_params)
         if values["follow"]:
             return _follow_response(Follow(job.pk, attempt, values["rank"], values.get("since", 0)))
         try:

@@ -13,6 +13,7 @@ database connection is held for the length of the stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncIterator
@@ -60,8 +61,9 @@ def _read(job_id: int, attempt: int, rank: int, offset: int) -> bytes:
         return b""  # a backend that cannot answer now may answer at the next tick; the stream waits for it
 
 
-async def follow_log(follow: Follow) -> AsyncIterator[bytes]:
-    """Yield the log's bytes as they come, from `follow.since`, until the attempt is over and all is read."""
+async def follow_log(follow: Follow, stop: asyncio.Event | None = None) -> AsyncIterator[bytes]:
+    """Yield the log's bytes as they come, from `follow.since`, until the attempt is over and all is read
+    (or `stop` is set: the client went away)."""
     poll_s = float(settings.JOBS_LOG_FOLLOW_POLL_S)
     state_every = max(1, round(float(settings.JOBS_LOG_FOLLOW_STATE_S) / poll_s))
     give_up = time.monotonic() + float(settings.JOBS_LOG_FOLLOW_MAX_S)
@@ -80,7 +82,13 @@ async def follow_log(follow: Follow) -> AsyncIterator[bytes]:
             ending = True  # one more read: what the job wrote before it ended
             continue
         tick += 1
-        await asyncio.sleep(poll_s)
+        if stop is None:
+            await asyncio.sleep(poll_s)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll_s)
+            if stop.is_set():
+                return
 
 
 def after_view() -> None:

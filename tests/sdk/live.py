@@ -37,7 +37,7 @@ from decimal import Decimal
 from labs.inventory import demo_specs
 from labs.models import NotebookProfile
 from labs.services import inventory_sync
-from portal.accounts.models import Course, Enrollment, Role, User
+from portal.accounts.models import Course, Enrollment, Quota, Role, User
 from portal.accounts.services import token_issue
 
 inventory_sync(specs=demo_specs(4), source="sdk-tests")
@@ -49,6 +49,7 @@ profile = NotebookProfile.objects.create(slug="tenth", name="Tenth of a GPU", im
 profile.courses.add(course)
 ada = User.objects.create(username="ada", role=Role.STUDENT)
 Enrollment.objects.create(user=ada, course=course)
+Quota.objects.create(user=ada, max_jobs=100)  # the tests submit many; bob keeps a student's limit
 bob = User.objects.create(username="bob", role=Role.STUDENT)
 Enrollment.objects.create(user=bob, course=course)
 tess = User.objects.create(username="tess", role=Role.TEACHER)
@@ -64,6 +65,7 @@ class LivePortal:
     tokens: dict[str, str]
     env: dict[str, str]
     workdir: Path
+    pids: dict[str, int]
 
     def shell(self, script: str) -> object:
         """Run `script` in `manage.py shell` on the portal's database; its last line of output is JSON."""
@@ -128,8 +130,11 @@ def live_portal() -> Iterator[LivePortal]:
         processes: dict[str, subprocess.Popen] = {}
         try:
             for name, command in commands.items():
-                processes[name] = subprocess.Popen(command, cwd=ROOT, env=env, stdout=logs[name], stderr=subprocess.STDOUT)
+                processes[name] = subprocess.Popen(
+                    command, cwd=ROOT, env=env, stdout=logs[name], stderr=subprocess.STDOUT
+                )
             wait_up(f"http://127.0.0.1:{port}/healthz", processes["web"])
-            yield LivePortal(url=f"http://127.0.0.1:{port}", tokens=tokens, env=env, workdir=workdir)
+            pids = {name: process.pid for name, process in processes.items()}
+            yield LivePortal(url=f"http://127.0.0.1:{port}", tokens=tokens, env=env, workdir=workdir, pids=pids)
         finally:
             stop_all(processes, logs, workdir, lambda text: print(text, file=sys.stderr))
