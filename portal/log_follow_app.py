@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from urllib.parse import parse_qs
 
@@ -28,6 +29,7 @@ from portal.api.errors import exception_handler
 from portal.errors import PortalError
 from portal.ws_auth import TokenAuthMiddleware, own_origin
 
+log = logging.getLogger("portal.api")
 PATH = re.compile(r"^/api/v1/jobs/(?P<job_id>[0-9]{1,15})/logs/$")
 TRUE = {"1", "true", "True", "yes", "on"}
 
@@ -73,6 +75,10 @@ async def follow_app(scope, receive, send) -> None:
     except (exceptions.APIException, PortalError, UnicodeDecodeError) as exc:
         error = exception_handler(exceptions.ParseError() if isinstance(exc, UnicodeDecodeError) else exc, {})
         await _answer(send, error.status_code, dict(error.data))
+        return
+    except Exception:  # the database gone, say: the API's 500, logged, never a bare one from the server
+        log.exception("Following the log of job %s failed", job_id)
+        await _answer(send, 500, {"detail": "Something went wrong on our side.", "code": "server_error"})
         return
     headers = [(name.lower().encode(), value.encode()) for name, value in follow_headers(follow).items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})

@@ -93,6 +93,9 @@ def _env(workdir: Path, database_url: str) -> dict[str, str]:
         TELEMETRY_SOURCE="simulator",
         TELEMETRY_COLLECTOR="process",
         TELEMETRY_INTERVAL_MS="500",
+        # As production runs it: one pool of connections per process (the shared PostgreSQL has room for few).
+        DATABASE_POOL="true",
+        DATABASE_POOL_MAX_SIZE="8",
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
         # The sweep submits 20 jobs at once; counters of their own in the shared Redis.
