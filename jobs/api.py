@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.backends.base import LogPage
-from jobs.log_follow import Follow, after_view, follow_log
+from jobs.log_follow import Follow, after_view, follow_log_sync
 from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
 from jobs.selectors import job_for, jobs_visible_to
 from jobs.services import job_cancel, job_preview, job_submit
@@ -248,7 +248,7 @@ def follow_headers(follow: Follow) -> dict[str, str]:
 
 def _follow_response(follow: Follow) -> StreamingHttpResponse:
     """Under WSGI (and the test client); under ASGI portal/log_follow_app.py answers ?follow=1 before Django."""
-    response = StreamingHttpResponse(follow_log(follow))
+    response = StreamingHttpResponse(follow_log_sync(follow))
     for name, value in follow_headers(follow).items():
         response[name] = value
     after_view()

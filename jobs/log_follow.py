@@ -7,7 +7,8 @@ JOBS_LOG_FOLLOW_MAX_S (a client resumes with `since` = the bytes it has + the `s
 What one follower costs while it waits: nothing but a coroutine. Every JOBS_LOG_FOLLOW_POLL_S it borrows a thread of
 the shared executor for one read of the log (a seek and a read, no database), and every JOBS_LOG_FOLLOW_STATE_S one
 for a one-row query of the job's state, whose connection it closes again (or returns to the pool): no thread and no
-database connection is held for the length of the stream.
+database connection is held for the length of the stream. Under ASGI, portal/log_follow_app.py runs it outside
+Django's request threads; under WSGI (a thread per request anyway) the DRF view streams `follow_log_sync`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -61,12 +62,35 @@ def _read(job_id: int, attempt: int, rank: int, offset: int) -> bytes:
         return b""  # a backend that cannot answer now may answer at the next tick; the stream waits for it
 
 
+def _timing() -> tuple[float, int, float]:
+    poll_s = float(settings.JOBS_LOG_FOLLOW_POLL_S)
+    state_every = max(1, round(float(settings.JOBS_LOG_FOLLOW_STATE_S) / poll_s))
+    return poll_s, state_every, time.monotonic() + float(settings.JOBS_LOG_FOLLOW_MAX_S)
+
+
+def follow_log_sync(follow: Follow) -> Iterator[bytes]:
+    """The same, for WSGI servers and the test client, where a request has its thread anyway (jobs/api.py)."""
+    poll_s, state_every, give_up = _timing()
+    offset, tick, ending = follow.since, 0, False
+    while True:
+        data = _read(follow.job_id, follow.attempt, follow.rank, offset)
+        if data:
+            offset += len(data)
+            yield data
+            continue
+        if ending or time.monotonic() > give_up:
+            return
+        if tick % state_every == 0 and _attempt_over(follow.job_id, follow.attempt):
+            ending = True
+            continue
+        tick += 1
+        time.sleep(poll_s)
+
+
 async def follow_log(follow: Follow, stop: asyncio.Event | None = None) -> AsyncIterator[bytes]:
     """Yield the log's bytes as they come, from `follow.since`, until the attempt is over and all is read
     (or `stop` is set: the client went away)."""
-    poll_s = float(settings.JOBS_LOG_FOLLOW_POLL_S)
-    state_every = max(1, round(float(settings.JOBS_LOG_FOLLOW_STATE_S) / poll_s))
-    give_up = time.monotonic() + float(settings.JOBS_LOG_FOLLOW_MAX_S)
+    poll_s, state_every, give_up = _timing()
     read = sync_to_async(_read, thread_sensitive=False)
     over = sync_to_async(_attempt_over, thread_sensitive=False)
     offset, tick, ending = follow.since, 0, False

@@ -333,7 +333,6 @@ def test_a_queued_job_reports_its_reason_and_position(api_as):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume asynchronous iterators")
 def test_a_followed_log_of_a_finished_job_is_all_of_it_from_since_in_one_stream(api_as, local_backend):
     """The WSGI path (the DRF view; under ASGI portal/log_follow_app.py answers, tests/sdk): past the one-page cap."""
     client = api_as("student")
