@@ -1,8 +1,9 @@
 """A live portal on loopback for the SDK and CLI tests, started once per session with the benchmarks' kit.
 
 As production runs it (DEBUG off, made-up secrets, SINGLE_MACHINE_LAB): uvicorn with portal.asgi, a Celery worker and
-beat on the test Redis, the telemetry collector with the simulator; jobs run on the local backend in the bubblewrap
-sandbox. Its database is a throwaway one of its own (portal/bench/kit.py makes and drops it), so the tests' own
+beat on the test Redis, the telemetry collector with the simulator, JupyterHub with the echo spawner; jobs run on the
+local backend in the bubblewrap sandbox. Its database is a throwaway one of its own (portal/bench/kit.py makes and
+drops it), so the tests' own
 database and its flushes never touch it; the tests speak to it only over HTTP and the WebSocket, as users do.
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from labs.notebooks.localhub import LocalHub
 from portal.bench.kit import (
     ROOT,
     free_port,
@@ -90,6 +92,7 @@ def _env(workdir: Path, database_url: str) -> dict[str, str]:
         JOBS_FOLLOW_INTERVAL_S="1",
         JOBS_LOG_FOLLOW_POLL_MS="200",
         JOBS_LOG_FOLLOW_STATE_MS="500",
+        NOTEBOOKS_TICK_S="1",
         TELEMETRY_SOURCE="simulator",
         TELEMETRY_COLLECTOR="process",
         TELEMETRY_INTERVAL_MS="500",
@@ -131,7 +134,17 @@ def live_portal() -> Iterator[LivePortal]:
         }
         logs = {name: open(workdir / f"{name}.log", "w") for name in commands}  # noqa: SIM115
         processes: dict[str, subprocess.Popen] = {}
+        # JupyterHub with the echo spawner (a stand-in server that answers at once), as the benchmarks run it.
+        hub = LocalHub(
+            spawner="echo",
+            portal_url=f"http://127.0.0.1:{port}",
+            token=env["NOTEBOOKS_HUB_TOKEN"],
+            oauth_client_secret=env["HUB_OAUTH_CLIENT_SECRET"],
+            log_level="error",
+        )
         try:
+            hub.start(timeout=300)
+            env.update(NOTEBOOKS_HUB_API_URL=hub.api_url, NOTEBOOKS_HUB_PUBLIC_URL=hub.public_url)
             for name, command in commands.items():
                 processes[name] = subprocess.Popen(
                     command, cwd=ROOT, env=env, stdout=logs[name], stderr=subprocess.STDOUT
@@ -141,3 +154,4 @@ def live_portal() -> Iterator[LivePortal]:
             yield LivePortal(url=f"http://127.0.0.1:{port}", tokens=tokens, env=env, workdir=workdir, pids=pids)
         finally:
             stop_all(processes, logs, workdir, lambda text: print(text, file=sys.stderr))
+            hub.close()

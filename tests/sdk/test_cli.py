@@ -164,3 +164,22 @@ def test_a_wrong_flag(cli):
 def test_a_job_that_does_not_exist(cli):
     code, _, err = cli("jobs", "wait", "999999")
     assert code == 4 and one_line_error(err) == "gpulab: No such job. (not_found)"
+
+
+def test_a_notebook_from_the_command_line_start_ls_extend_stop(cli):
+    code, out, err = cli("nb", "profiles")
+    assert code == 0 and "tenth" in out
+    code, out, err = cli("nb", "start", "tenth", "--timeout", "240")
+    assert code == 0, err
+    url = out.strip()
+    assert url.startswith("http://127.0.0.1:") and "/user/ada/" in url
+    assert "waiting until it is ready" in err  # progress on stderr, the URL alone on stdout
+    code, out, _ = cli("nb", "ls", "--json")
+    notebook = next(n for n in json.loads(out) if n["url"] == url)
+    assert notebook["status"] == "ready" and notebook["profile"] == "tenth"
+    code, out, _ = cli("nb", "extend", str(notebook["id"]))
+    assert code == 0 and out.startswith(f"notebook {notebook['id']} kept until")
+    code, out, _ = cli("nb", "stop", str(notebook["id"]))
+    assert code == 0 and out.split()[:2] == ["notebook", str(notebook["id"])]
+    code, _, err = cli("nb", "open", str(notebook["id"]))
+    assert code == 4 and "not ready" in one_line_error(err)

@@ -191,3 +191,21 @@ def test_a_portal_that_is_down_is_a_connection_error(portal):
         gpulab.Client(f"http://127.0.0.1:{free_port()}", portal.tokens["ada"]) as nowhere,
     ):
         nowhere.me()
+
+
+def test_a_sweep_of_20_small_jobs_and_a_wait_on_all(portal):
+    """The README's sweep, with the async client: 20 jobs on 4 GPUs, all waited for at once."""
+
+    async def sweep():
+        async with gpulab.AsyncClient(portal.url, portal.tokens["ada"]) as alab:
+            jobs = [
+                await alab.jobs.submit(job(name=f"sweep-{n}", command=["python", "-c", f"print({n} * {n})"]))
+                for n in range(20)
+            ]
+            done = await asyncio.gather(*(alab.jobs.wait(j.id, timeout=600, poll_s=1) for j in jobs))
+            logs = [[line async for line in alab.jobs.logs(j.id)] for j in done]
+            return done, logs
+
+    done, logs = asyncio.run(sweep())
+    assert [j.status for j in done] == ["succeeded"] * 20
+    assert logs == [[str(n * n)] for n in range(20)]
