@@ -24,7 +24,19 @@ from gpulab.errors import (
     Unauthorized,
     WaitTimeout,
 )
-from gpulab.models import Availability, Gpu, Job, JobEvent, Me, Notebook, Preview, Profile, Reservation, Usage
+from gpulab.models import (
+    Availability,
+    Gpu,
+    Job,
+    JobEvent,
+    Me,
+    Notebook,
+    Preview,
+    Profile,
+    Reservation,
+    Usage,
+    UsageRow,
+)
 
 __version__ = "0.1.0"
 __all__ = [
@@ -52,5 +64,6 @@ __all__ = [
     "ServerError",
     "Unauthorized",
     "Usage",
+    "UsageRow",
     "WaitTimeout",
 ]

@@ -108,7 +108,7 @@ def build_parser() -> Parser:
     usage = sub(top, "usage", "GPU-hours from the lab's ledger", commands.usage)
     usage.add_argument("--from", dest="from_", metavar="TIME")
     usage.add_argument("--to", metavar="TIME")
-    usage.add_argument("--group-by", choices=["user", "course"])
+    usage.add_argument("--group-by", metavar="user|course|...", help="how the portal groups the rows")
     completion = sub(top, "completion", "Print a shell completion script (bash or zsh)", commands.completion)
     completion.add_argument("shell", choices=["bash", "zsh"])
 

@@ -67,9 +67,10 @@ def whoami(args: argparse.Namespace) -> int:
 def usage(args: argparse.Namespace) -> int:
     with client(args) as lab:
         report = lab.usage(from_=args.from_, to=args.to, group_by=args.group_by)
-    headers = sorted({key for row in report.rows for key in row}) or ["gpu_hours"]
-    rows = [[row.get(h) for h in headers] for row in report.rows]
-    out(args, report, table(headers, rows, empty="No GPU time used in that window."))
+    rows = [[row.key, f"{row.gpu_hours:.2f}", row.starts_at] for row in report.rows]
+    human = table([report.group_by or "key", "gpu-hours", "from"], rows, empty="No GPU time used in that window.")
+    total = f"total: {report.total_gpu_hours:.2f} GPU-hours, {when(report.from_)} – {when(report.to)}"
+    out(args, report, f"{human}\n{total}")
     return 0
 
 

@@ -183,3 +183,10 @@ def test_a_notebook_from_the_command_line_start_ls_extend_stop(cli):
     assert code == 0 and out.split()[:2] == ["notebook", str(notebook["id"])]
     code, _, err = cli("nb", "open", str(notebook["id"]))
     assert code == 4 and "not ready" in one_line_error(err)
+
+
+def test_usage_prints_gpu_hours_per_group(cli):
+    """GET /api/v1/usage/ comes from the usage branch (API.md): this fails until it is merged."""
+    code, out, err = cli("usage", "--group-by", "user")
+    assert code == 0, err
+    assert out.splitlines()[0].split()[:2] == ["USER", "GPU-HOURS"] and "total: " in out
