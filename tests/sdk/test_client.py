@@ -149,10 +149,16 @@ def test_the_async_client_follows_and_waits_as_the_sync_one(portal):
             lines = [line async for line in alab.jobs.logs(submitted.id, follow=True)]
             done = await alab.jobs.wait(submitted.id, timeout=120)
             listed = [j.id async for j in alab.jobs.list(mine=True, page_size=2)]
-            return lines, done, listed, submitted
+            boards = []
+            async for board in alab.watch_gpus(timeout=60):
+                boards.append({g.key: g.sampled_at for g in board})
+                if len(boards) >= 2 and boards[-1] != boards[0]:
+                    break
+            return lines, done, listed, submitted, boards
 
-    lines, done, listed, submitted = asyncio.run(run())
+    lines, done, listed, submitted, boards = asyncio.run(run())
     assert lines == [f"step {i}" for i in range(5)] and done.succeeded and submitted.id in listed
+    assert len(boards[0]) == 4 and boards[-1] != boards[0]
 
 
 def test_usage_reads_the_ledger_report(lab):

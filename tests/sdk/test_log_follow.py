@@ -132,6 +132,7 @@ def test_forty_followers_hold_neither_a_thread_nor_a_database_connection_each(po
             connections = watch.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()[0]
+        print(f"{followers} followers: {server_threads} server threads, {connections} database connections")
         assert server_threads < followers, server_threads
         # The worker, beat and collector hold a few; the followers none of their own.
         assert connections < followers // 2, connections
