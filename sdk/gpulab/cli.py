@@ -50,6 +50,23 @@ exit codes: 0 done/succeeded, 1 job failed, 2 bad input, 3 not configured (gpula
 """
 
 
+SUBMIT_EXAMPLES = """\
+examples:
+  gpulab jobs submit -f job.yaml                     # job.yaml: name, image, command (a list), gpus, max_runtime_s
+  gpulab jobs submit -f job.yaml --nodes 4 --follow  # flags override the file; print the log as it is written
+  gpulab jobs submit --image python:3.12-slim --gpus 1 --max-runtime 600 --env SEED=1 -- python train.py --lr 0.1
+  gpulab jobs submit -f job.yaml --wait --timeout 7200 --json   # exit 0 succeeded, 1 failed, 6 timed out, 7 cancelled
+"""
+RESERVE_EXAMPLES = """\
+examples:
+  gpulab reserve create --title "Thesis run" --start 2026-12-01T09:00 --end 2026-12-01T18:00 --nodes gpu03,gpu04
+  gpulab reserve create --title "DL-101 lab" --start 2026-12-01T14:00 --end 2026-12-01T16:00 --count 8 \\
+      --course DL-101 --weekly-until 2027-01-26
+  gpulab reserve create --title "Hackathon" --start 2026-12-12T08:00 --end 2026-12-13T08:00 --all
+A conflict exits 4 and names the earliest window that would fit.
+"""
+
+
 class Parser(argparse.ArgumentParser):
     """Usage errors as one line and exit code 2 (argparse's own code), never a traceback."""
 
@@ -92,6 +109,8 @@ def build_parser() -> Parser:
     top = root.add_subparsers(dest="area", metavar="COMMAND", parser_class=Parser, required=True)
 
     def sub(group, name: str, help_: str, handler, **kw) -> argparse.ArgumentParser:
+        if "epilog" in kw:
+            kw["formatter_class"] = argparse.RawDescriptionHelpFormatter
         parser = group.add_parser(name, help=help_, description=help_, parents=[common], **kw)
         parser.set_defaults(handler=handler)
         return parser
@@ -114,7 +133,8 @@ def build_parser() -> Parser:
 
     jobs = top.add_parser("jobs", help="Training jobs: submit, ls, show, logs, wait, cancel, preview")
     jobs_sub = jobs.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
-    submit = sub(jobs_sub, "submit", "Queue a job from a file and/or flags", commands.job_submit)
+    submit_help = "Queue a job from a file and/or flags"
+    submit = sub(jobs_sub, "submit", submit_help, commands.job_submit, epilog=SUBMIT_EXAMPLES)
     _job_fields(submit)
     submit.add_argument("--follow", action="store_true", help="stream the log until the job ends")
     submit.add_argument("--wait", action="store_true", help="wait for the end; exit with the job's result")
@@ -160,7 +180,10 @@ def build_parser() -> Parser:
 
     reserve = top.add_parser("reserve", help="Node reservations (teachers, admins): create, ls, cancel, free")
     res_sub = reserve.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser, required=True)
-    create = sub(res_sub, "create", "Reserve named nodes, a count, or the whole lab", commands.reserve_create)
+    create = sub(
+        res_sub, "create", "Reserve named nodes, a count, or the whole lab", commands.reserve_create,
+        epilog=RESERVE_EXAMPLES,
+    )  # fmt: skip
     create.add_argument("--title", required=True)
     create.add_argument("--start", required=True, metavar="TIME", help="ISO time, in the lab's zone without offset")
     create.add_argument("--end", required=True, metavar="TIME")
