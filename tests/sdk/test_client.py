@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.postgresql_only
 
-SLOW = "import time\nfor i in range(5):\n    print(f'step {i}', flush=True)\n    time.sleep(0.6)\n"
+SLOW = "import time\nfor i in range(5):\n    print(f'step {i}', flush=True)\n    time.sleep(1.0)\n"
 
 
 def job(**extra):

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.postgresql_only
 SLOW = "import time\nfor i in range({n}):\n    print(f'line {{i}}', flush=True)\n    time.sleep({gap})\n"
 
 
-def slow_job(portal, token: str, *, n: int = 6, gap: float = 0.6, name: str = "slow") -> int:
+def slow_job(portal, token: str, *, n: int = 6, gap: float = 1.0, name: str = "slow") -> int:
     body = {
         "name": name,
         "image": "python:3.12-slim",
@@ -133,6 +133,8 @@ def test_forty_followers_hold_neither_a_thread_nor_a_database_connection_each(po
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()[0]
         print(f"{followers} followers: {server_threads} server threads, {connections} database connections")
+        # The web process's pool holds 8 connections at most: were they the followers', nothing else would answer.
+        assert status(portal, token, job_id) == "running"
         assert server_threads < followers, server_threads
         # The worker, beat and collector hold a few; the followers none of their own.
         assert connections < followers // 2, connections
