@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from channels.auth import AuthMiddlewareStack
 from django.http import QueryDict
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 
 from jobs.api import follow_headers, log_request
 from jobs.log_follow import Follow, follow_log, release_connection
@@ -31,7 +31,7 @@ from portal.ws_auth import TokenAuthMiddleware, own_origin
 
 log = logging.getLogger("portal.api")
 PATH = re.compile(r"^/api/v1/jobs/(?P<job_id>[0-9]{1,15})/logs/$")
-TRUE = {"1", "true", "True", "yes", "on"}
+TRUE = {value for value in serializers.BooleanField.TRUE_VALUES if isinstance(value, str)}  # as the view reads it
 
 
 def is_follow(scope) -> bool:
