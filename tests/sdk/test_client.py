@@ -122,11 +122,11 @@ def test_gpus_and_the_live_watch_merge_updates_into_the_board(lab):
     assert all(isinstance(g, gpulab.Gpu) for g in gpus)
     boards = []
     for board in lab.watch_gpus(timeout=60):
-        boards.append({g.key: g.sampled_at for g in board})
-        if len(boards) >= 3 and boards[-1] != boards[0]:
+        if len(board) == 4:  # the collector's first samples are in
+            boards.append({g.key: g.sampled_at for g in board})
+        if len(boards) >= 2 and boards[-1] != boards[0]:
             break
-    assert len(boards[0]) == 4
-    assert boards[-1] != boards[0]  # updates were merged: newer samples
+    assert len(boards) >= 2 and boards[-1] != boards[0]  # updates were merged: newer samples
 
 
 def test_the_async_client_runs_200_concurrent_gets_without_error(portal, lab):
@@ -151,14 +151,15 @@ def test_the_async_client_follows_and_waits_as_the_sync_one(portal):
             listed = [j.id async for j in alab.jobs.list(mine=True, page_size=2)]
             boards = []
             async for board in alab.watch_gpus(timeout=60):
-                boards.append({g.key: g.sampled_at for g in board})
+                if len(board) == 4:
+                    boards.append({g.key: g.sampled_at for g in board})
                 if len(boards) >= 2 and boards[-1] != boards[0]:
                     break
             return lines, done, listed, submitted, boards
 
     lines, done, listed, submitted, boards = asyncio.run(run())
     assert lines == [f"step {i}" for i in range(5)] and done.succeeded and submitted.id in listed
-    assert len(boards[0]) == 4 and boards[-1] != boards[0]
+    assert len(boards) >= 2 and boards[-1] != boards[0]
 
 
 def test_usage_reads_the_ledger_report(lab):
