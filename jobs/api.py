@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.backends.base import LogPage
+from jobs.log_follow import Follow, after_view, follow_log_sync
 from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
 from jobs.selectors import job_for, jobs_visible_to
 from jobs.services import job_cancel, job_preview, job_submit
@@ -116,6 +117,12 @@ class JobListQuery(serializers.Serializer):
     )
     mine = serializers.BooleanField(required=False, default=False)
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+    before = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**53,
+        help_text="Only jobs submitted before this one (the next page: the last id of this page).",
+    )
 
 
 def _submit_fields(data: dict) -> dict:
@@ -132,6 +139,8 @@ class JobListApi(APIView):
             jobs = jobs.filter(state=query.validated_data["status"])
         if query.validated_data["mine"]:
             jobs = jobs.filter(owner=request.user)
+        if query.validated_data.get("before"):
+            jobs = jobs.filter(pk__lt=query.validated_data["before"])
         return Response(JobOut(jobs[: query.validated_data["limit"]], many=True).data)
 
     @extend_schema(request=JobIn, responses={201: JobOut}, summary="Submit a training job to the queue")
@@ -182,10 +191,23 @@ class LogsQuery(serializers.Serializer):
     limit_bytes = serializers.IntegerField(
         required=False, min_value=1, max_value=2**53, help_text="At most this many bytes (never above the cap)."
     )
+    follow = serializers.BooleanField(
+        required=False, default=False, help_text="Stream the log as it is written, until the attempt is over."
+    )
+    since = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**53,
+        help_text="With follow: start at this byte (the since of the last stream + the bytes it gave).",
+    )
 
     def validate(self, attrs):
         if "tail" in attrs and "offset" in attrs:
             raise serializers.ValidationError({"offset": ["Give either tail (lines) or offset (bytes), not both."]})
+        if attrs.get("follow") and ({"tail", "offset", "limit_bytes"} & attrs.keys()):
+            raise serializers.ValidationError({"follow": ["A followed log starts at since; not with tail or offset."]})
+        if "since" in attrs and not attrs.get("follow"):
+            raise serializers.ValidationError({"since": ["since goes with follow=1; page with offset otherwise."]})
         return attrs
 
 
@@ -198,28 +220,61 @@ def _log_headers(response: HttpResponse, page: LogPage) -> HttpResponse:
     return response
 
 
+def log_request(user, job_id: int, params) -> tuple[Job, dict, int]:
+    """The job (if `user` may see it), the checked query and the attempt asked for; DRF errors otherwise.
+
+    Shared by this view and the ASGI log follower (portal/log_follow_app.py), so both answer alike."""
+    job = job_for(user, job_id)
+    query = LogsQuery(data=params)
+    query.is_valid(raise_exception=True)
+    values = query.validated_data
+    attempt = values.get("attempt") or job.attempt
+    if attempt > job.attempt or values["rank"] >= job.nodes:
+        field = "attempt" if attempt > job.attempt else "rank"
+        raise serializers.ValidationError({field: ["No such attempt or rank."]})
+    return job, values, attempt
+
+
+def follow_headers(follow: Follow) -> dict[str, str]:
+    return {
+        "Content-Type": "text/plain; charset=utf-8",
+        "X-Log-Start": str(follow.since),
+        "X-Log-Attempt": str(follow.attempt),
+        "Cache-Control": "no-cache",
+        "X-Accel-Buffering": "no",  # a proxy in front passes each piece on as it comes
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
+def _follow_response(follow: Follow) -> StreamingHttpResponse:
+    """Under WSGI (and the test client); under ASGI portal/log_follow_app.py answers ?follow=1 before Django."""
+    response = StreamingHttpResponse(follow_log_sync(follow))
+    for name, value in follow_headers(follow).items():
+        response[name] = value
+    after_view()
+    return response
+
+
 class JobLogsApi(APIView):
     @extend_schema(
         parameters=[LogsQuery],
         responses={(200, "text/plain"): str},
-        summary="The output of one rank, a page at a time",
+        summary="The output of one rank, a page at a time, or followed as it is written",
         description=(
             "At most JOBS_LOG_RESPONSE_MAX_BYTES (1 MiB by default) per answer: the end of the log, its last `tail` "
             "lines, or `limit_bytes` from byte `offset`. Headers: `X-Log-Truncated` (the cap cut what was asked), "
             "`X-Log-Size` (the whole log, when known), `X-Log-Start`/`X-Log-End` (where the bytes lie in it), "
-            "`X-Log-Max-Bytes` (the cap)."
+            "`X-Log-Max-Bytes` (the cap).\n\n"
+            "With `follow=1` the answer is a stream (chunked) of the log from byte `since` (0 by default) on, as the "
+            "job writes it; it ends once the attempt is over and its log is read to the end (or after "
+            "JOBS_LOG_FOLLOW_MAX_S). `X-Log-Start` says where it began: to resume, ask again with `since` = "
+            "`X-Log-Start` + the bytes received."
         ),
     )
     def get(self, request, job_id: int):
-        job = job_for(request.user, job_id)
-        query = LogsQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        values = query.validated_data
-        attempt = values.get("attempt") or job.attempt
-        if attempt > job.attempt or values["rank"] >= job.nodes:
-            raise serializers.ValidationError(
-                {"attempt" if attempt > job.attempt else "rank": ["No such attempt or rank."]}
-            )
+        job, values, attempt = log_request(request.user, job_id, request.query_params)
+        if values["follow"]:
+            return _follow_response(Follow(job.pk, attempt, values["rank"], values.get("since", 0)))
         try:
             page = job_logs(
                 job=job,

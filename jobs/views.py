@@ -88,6 +88,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "logs_note": log_note(page),
         "logs_error": logs_error,
         "log_lines": LOG_LINES,
+        "log_end": page.end or 0,  # where the page's script follows the log on from (?follow=1&since=)
         "can_cancel": may_cancel(request.user, job),
     }
     return render(request, "jobs/detail.html", context)

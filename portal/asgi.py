@@ -1,4 +1,5 @@
-"""ASGI entry point: Django for HTTP, Channels for WebSockets (same sessions or API tokens, origin checked).
+"""ASGI entry point: Django for HTTP (a followed job log streams beside it), Channels for WebSockets (same sessions
+or API tokens, origin checked).
 
 The lifespan events start the embedded telemetry collector on the server's own event loop when
 there is no Redis (the in-memory channel layer lives in this process); with Redis it runs apart.
@@ -15,6 +16,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from labs.telemetry.collector import ensure_embedded_collector, stop_embedded_collector  # noqa: E402
+from portal.log_follow_app import LogFollowRouter  # noqa: E402
 from portal.routing import websocket_urlpatterns  # noqa: E402
 from portal.ws_auth import OriginCheck, TokenAuthMiddleware  # noqa: E402
 
@@ -33,7 +35,8 @@ async def lifespan(scope, receive, send):
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # A followed job log streams from a coroutine, not from a request thread of Django's (see that module).
+        "http": LogFollowRouter(django_asgi_app),
         "websocket": OriginCheck(AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))),
         "lifespan": lifespan,
     }

@@ -345,6 +345,11 @@ JOBS_LOG_MAX_BYTES = envint("JOBS_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024
 # One answer of the logs API (and the job page) holds at most this much of a log; more is paged by byte offsets.
 # From Kubernetes the portal also reads no further than JOBS_LOG_MAX_BYTES into a pod's log per request.
 JOBS_LOG_RESPONSE_MAX_BYTES = envint("JOBS_LOG_RESPONSE_MAX_BYTES", 1024 * 1024, minimum=1024)
+# Following a log (?follow=1, jobs/log_follow.py): a read every POLL_MS, the job's state every STATE_MS, and a stream
+# ends after MAX_S at the latest (the client resumes with ?since=).
+JOBS_LOG_FOLLOW_POLL_S = envint("JOBS_LOG_FOLLOW_POLL_MS", 500, minimum=50, maximum=10_000) / 1000
+JOBS_LOG_FOLLOW_STATE_S = envint("JOBS_LOG_FOLLOW_STATE_MS", 2000, minimum=100, maximum=60_000) / 1000
+JOBS_LOG_FOLLOW_MAX_S = envint("JOBS_LOG_FOLLOW_MAX_S", 3600, minimum=1, maximum=24 * 3600)
 JOBS_NAMESPACE = envstr("JOBS_NAMESPACE", "gpu-lab-jobs")
 # Local backend: one directory per job attempt (pid, exit status, log) and per job (checkpoints).
 JOBS_LOCAL_DIR = Path(envstr("JOBS_LOCAL_DIR", str(VAR_DIR / "jobs")))

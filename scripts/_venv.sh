@@ -27,3 +27,16 @@ ensure_venv() {
   fi
   export PATH="$PWD/.venv/bin:$PATH"
 }
+
+# The gpulab SDK and CLI (sdk/), installed as users install it (`pip install ./sdk`, not editable: its tests then
+# check the package as built), again whenever its pyproject or its code changes.
+ensure_sdk() {
+  local stamp
+  stamp=".venv/.sdk-$(cat sdk/pyproject.toml sdk/README.md sdk/gpulab/*.py | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    echo "==> installing the gpulab SDK (pip install ./sdk)"
+    rm -f .venv/.sdk-*
+    .venv/bin/python -m pip install --quiet ./sdk
+    touch "$stamp"
+  fi
+}

@@ -32,6 +32,7 @@ fi
 bash scripts/services.sh
 . scripts/_venv.sh
 ensure_venv dev,hub
+ensure_sdk
 # JupyterHub's proxy from package-lock.json (the notebook tests run a real hub on loopback).
 if [ ! -x node_modules/.bin/configurable-http-proxy ]; then
   echo "==> installing configurable-http-proxy (npm ci)"

@@ -47,31 +47,60 @@
     setTimeout(poll, POLL_MS);
   }
 
-  // As Django's filesizeformat writes sizes, so the note reads the same as the server-rendered one.
-  function sizeOf(bytes) {
-    const units = ["KB", "MB", "GB", "TB"];
-    if (bytes < 1024) return bytes + (bytes === 1 ? "\u00a0byte" : "\u00a0bytes");
-    let value = bytes / 1024;
-    let unit = 0;
-    while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
-    return value.toFixed(1) + "\u00a0" + units[unit];
-  }
-
-  // The logs API holds at most X-Log-Max-Bytes per answer and says when that cut the log (X-Log-Truncated).
-  function logNote(headers, shown) {
-    const note = document.getElementById("job-logs-note");
-    if (!note) return;
-    if (headers.get("X-Log-Truncated") !== "true") { note.hidden = true; text(note, ""); return; }
-    const size = headers.get("X-Log-Size");
-    const of = size === null ? "" : " of " + sizeOf(Number(size));
-    text(note, "Showing the last " + sizeOf(shown) + of + ": one view holds at most " +
-      sizeOf(Number(headers.get("X-Log-Max-Bytes"))) + "; page through the rest with the logs API (offset and limit_bytes).");
-    note.hidden = false;
+  // The log followed as it is written (GET .../logs/?follow=1&since=N streams it until the attempt is over);
+  // a stream that ends early (a proxy, the server's time limit) is resumed from the bytes already shown.
+  function logFollower(detail) {
+    const pre = document.getElementById("job-logs");
+    const keep = Number(detail.dataset.logLines) || 200;
+    let attempt = Number(detail.dataset.attempt) || 1;
+    let since = Number(detail.dataset.logEnd) || 0;
+    let streaming = false;
+    let finished = false;
+    const show = (added) => {
+      const lines = (pre.textContent + added).split("\n");
+      const cut = lines.length > keep + 1 ? lines.slice(lines.length - keep - 1) : lines;
+      text(pre, cut.join("\n"));
+    };
+    const follow = async () => {
+      if (streaming) return;
+      streaming = true;
+      try {
+        const url = detail.dataset.follow + "&attempt=" + attempt + "&since=" + since;
+        const response = await fetch(url, { credentials: "same-origin" });
+        if (response.ok && response.body) {
+          const reader = response.body.getReader();
+          const decoder = new TextDecoder();
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            since += value.byteLength;
+            show(decoder.decode(value, { stream: true }));
+          }
+          show(decoder.decode());
+        }
+      } catch (error) { /* resumed at the next status tick */ }
+      streaming = false;
+    };
+    return {
+      start: follow,
+      // Each status tick: a new attempt starts a log of its own; a stream that ended early is resumed.
+      poke(job) {
+        if (job.attempt > attempt) {
+          attempt = job.attempt;
+          since = 0;
+          text(pre, "");
+        }
+        if (!finished) follow();
+        finished = ["succeeded", "failed", "cancelled"].includes(job.status);
+      },
+    };
   }
 
   // --- One job ------------------------------------------------------------------------------
   const detail = document.getElementById("job-detail");
   if (detail) {
+    const followed = logFollower(detail);
+    followed.start();
     const poll = async () => {
       let job = null;
       try {
@@ -93,14 +122,7 @@
             return item;
           }));
         }
-        const logs = await fetch(detail.dataset.logs, { credentials: "same-origin" });
-        if (logs.ok) {
-          const body = await logs.text();
-          text(document.getElementById("job-logs"), body);
-          const start = logs.headers.get("X-Log-Start");
-          const end = logs.headers.get("X-Log-End");
-          logNote(logs.headers, start !== null && end !== null ? end - start : new TextEncoder().encode(body).length);
-        }
+        followed.poke(job);
       } catch (error) { /* try again at the next tick */ }
       const over = job && ["succeeded", "failed", "cancelled"].includes(job.status);
       if (!over) setTimeout(poll, POLL_MS);

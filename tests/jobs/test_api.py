@@ -330,3 +330,19 @@ def test_a_queued_job_reports_its_reason_and_position(api_as):
     body = client.get(f"{URL}{job_id}/").json()
     assert body["status"] == "queued" and body["position"] == 1
     assert body["reason"].startswith("waiting for 1 GPU; first in line") and body["estimated_start"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_followed_log_of_a_finished_job_is_all_of_it_from_since_in_one_stream(api_as, local_backend):
+    """The WSGI path (the DRF view; under ASGI portal/log_follow_app.py answers, tests/sdk): past the one-page cap."""
+    client = api_as("student")
+    job = finished_job(me("student"))
+    log = big_log(local_backend, job, megabytes=3)
+    response = client.get(f"{URL}{job.pk}/logs/", {"follow": 1, "since": 120})
+    assert response.status_code == 200 and response.streaming
+    assert response["Content-Type"].startswith("text/plain") and response["X-Log-Start"] == "120"
+    assert response["X-Log-Attempt"] == "1"
+    assert b"".join(response) == log[120:]  # as a WSGI server reads it
+    assert client.get(f"{URL}{job.pk}/logs/", {"follow": 1, "tail": 3}).status_code == 400
+    assert client.get(f"{URL}{job.pk}/logs/", {"since": 3}).status_code == 400
+    assert api_as("teacher").get(f"{URL}{job.pk}/logs/", {"follow": 1}).status_code == 404

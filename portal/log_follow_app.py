@@ -1,0 +1,116 @@
+"""`GET /api/v1/jobs/{id}/logs/?follow=1` under ASGI, answered before Django's handler (portal/asgi.py routes it).
+
+Why not the Django view: Django's ASGI handler runs a request's sync code (the middleware, DRF) in a thread of the
+request's own and keeps that thread until the response is over, so a stream that lasts as long as a job would hold
+one idle thread per follower. Here the follower is a coroutine: it signs the caller in as the WebSocket does
+(session cookie or `Authorization: Token`, portal.ws_auth), checks the request with the view's own code
+(jobs.api.log_request: the same 400/404 answers) in a thread of the shared pool, gives its database connection back,
+and then streams jobs.log_follow.follow_log, stopping when the client goes away. Under WSGI (and the test client)
+the DRF view (jobs.api.JobLogsApi) answers ?follow=1 itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+from channels.auth import AuthMiddlewareStack
+from django.http import QueryDict
+from rest_framework import exceptions, serializers
+
+from jobs.api import follow_headers, log_request
+from jobs.log_follow import Follow, follow_log, release_connection
+from portal.api.errors import exception_handler
+from portal.errors import PortalError
+from portal.ws_auth import TokenAuthMiddleware, own_origin
+
+log = logging.getLogger("portal.api")
+PATH = re.compile(r"^/api/v1/jobs/(?P<job_id>[0-9]{1,15})/logs/$")
+TRUE = {value for value in serializers.BooleanField.TRUE_VALUES if isinstance(value, str)}  # as the view reads it
+
+
+def is_follow(scope) -> bool:
+    if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or not PATH.match(scope["path"]):
+        return False
+    try:
+        query = parse_qs(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True)
+    except UnicodeDecodeError:
+        return False  # Django's view answers what is malformed
+    return any(value in TRUE for value in query.get("follow", []))
+
+
+def _check(user, job_id: int, query_string: str) -> Follow:
+    try:
+        job, values, attempt = log_request(user, job_id, QueryDict(query_string))
+        return Follow(job.pk, attempt, values["rank"], values.get("since", 0))
+    finally:
+        release_connection()
+
+
+async def _answer(send, status: int, body: dict) -> None:
+    data = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def follow_app(scope, receive, send) -> None:
+    if own_origin(scope) is None:  # the Host is not one of ALLOWED_HOSTS, as Django would refuse it
+        await _answer(send, 400, {"detail": "Bad request (host).", "code": "bad_request"})
+        return
+    user = scope.get("user")
+    if user is None or not user.is_authenticated:
+        body = {"detail": "Authentication credentials were not provided.", "code": "not_authenticated"}
+        await _answer(send, 401, body)
+        return
+    job_id = int(PATH.match(scope["path"])["job_id"])
+    try:
+        query_string = scope.get("query_string", b"").decode("utf-8")
+        follow = await sync_to_async(_check, thread_sensitive=False)(user, job_id, query_string)
+    except (exceptions.APIException, PortalError, UnicodeDecodeError) as exc:
+        error = exception_handler(exceptions.ParseError() if isinstance(exc, UnicodeDecodeError) else exc, {})
+        await _answer(send, error.status_code, dict(error.data))
+        return
+    except Exception:  # the database gone, say: the API's 500, logged, never a bare one from the server
+        log.exception("Following the log of job %s failed", job_id)
+        await _answer(send, 500, {"detail": "Something went wrong on our side.", "code": "server_error"})
+        return
+    headers = [(name.lower().encode(), value.encode()) for name, value in follow_headers(follow).items()]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    gone = asyncio.Event()
+
+    async def watch_disconnect() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone.set()
+
+    watcher = asyncio.create_task(watch_disconnect())
+    try:
+        if scope["method"] == "GET":
+            async for chunk in follow_log(follow, stop=gone):
+                if gone.is_set():
+                    return
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+class LogFollowRouter:
+    """HTTP: a followed log to the follower above, everything else to Django."""
+
+    def __init__(self, django_app) -> None:
+        self.django_app = django_app
+        self.follower = AuthMiddlewareStack(TokenAuthMiddleware(follow_app))
+
+    async def __call__(self, scope, receive, send):
+        if is_follow(scope):
+            return await self.follower(scope, receive, send)
+        return await self.django_app(scope, receive, send)
