@@ -42,8 +42,9 @@ Course.objects.bulk_create([
 with connection.cursor() as c:
     c.execute("SET synchronous_commit = off")
     c.execute('''
-        INSERT INTO accounts_enrollment (user_id, course_id, enrolled_at)
-        SELECT u.id, (SELECT array_agg(id ORDER BY id) FROM accounts_course)[1 + (u.id % 60)], now()
+        INSERT INTO accounts_enrollment (user_id, course_id, enrolled_at, role, source)
+        SELECT u.id, (SELECT array_agg(id ORDER BY id) FROM accounts_course)[1 + (u.id % 60)], now(), 'student',
+               'manual'
         FROM accounts_user u WHERE u.username LIKE 'p%'
     ''')
     c.execute('''
