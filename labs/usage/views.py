@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from labs.budgets.selectors import budgets_use, budgets_visible_to
 from labs.models import Gpu
 from labs.usage import charts, csvstream, reports
 from labs.usage.params import read_window
@@ -108,6 +109,7 @@ def course_usage(request):
                 [(row[0], row[1]) for row in weeks.rows], title=f"{scope.course.code} GPU-hours per week"
             ),
             reservations=reports.reservations_table(scope, window),
+            budgets=budgets_use(budgets_visible_to(request.user).filter(course=scope.course), now=window.now),
         )
     return render(request, "usage/course.html", context)
 

@@ -78,3 +78,48 @@ def test_bad_dates_show_a_sentence_not_an_error(now, lab):
     page = signed_in(lab.alice).get("/usage/", {"from": "2026-03-10", "to": "2026-01-01"})
     assert page.status_code == 200 and "Must be after from" not in page.content.decode()
     assert "the window must end after it starts" in page.content.decode()
+
+
+def test_the_course_page_shows_the_course_budget_in_use(now, lab, known):
+    from decimal import Decimal
+
+    from labs.models import Budget
+
+    Budget.objects.create(
+        name="DL-101 spring term",
+        course=lab.course,
+        period="term",
+        starts_on=lab.course.term_start,
+        ends_on=lab.course.term_end,
+        gpu_hours=Decimal("100"),
+        on_exceed="block",
+    )
+    Budget.objects.create(
+        name="CV-201 term",
+        course=lab.other_course,
+        period="term",
+        starts_on=lab.other_course.term_start,
+        ends_on=lab.other_course.term_end,
+        gpu_hours=Decimal("5"),
+    )
+    body = signed_in(lab.teacher).get("/usage/courses/", {"course": "DL-101"}).content.decode()
+    assert "DL-101 spring term" in body and "CV-201 term" not in body
+    api = signed_in(lab.teacher).get("/api/v1/budgets/").json()
+    mine = next(row for row in api if row["name"] == "DL-101 spring term")
+    pct = re.search(r'data-testid="budget-pct">([0-9.]+) %', body).group(1)
+    assert float(pct) == pytest.approx(float(mine["used_gpu_hours"]), abs=0.1)  # of 100 GPU-hours: the same number
+
+
+def test_a_teaching_assistant_sees_the_course_usage_and_not_another_course(now, lab, known):
+    from tests.factories import EnrollmentFactory
+
+    assistant = UserFactory(username="tara")
+    EnrollmentFactory(user=assistant, course=lab.course, role="assistant")
+    client = signed_in(assistant)
+    body = client.get(
+        "/usage/courses/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"}
+    ).content.decode()
+    assert "alice" in body and "bob" in body and "carol" not in body
+    assert client.get("/usage/courses/", {"course": "CV-201"}).status_code == 404
+    assert client.get("/api/v1/usage/", {"course": "CV-201"}).status_code == 404
+    assert client.get("/usage/lab/").status_code == 403
