@@ -230,12 +230,18 @@ def test_drill_redis_restarted_under_load_the_worker_reconnects_and_nothing_is_l
     redis_server.start()  # same port, empty
     assert worker.process.poll() is None, "the worker outlived the broker"
 
-    # The truth is in PostgreSQL: the next pass (beat's, every JOBS_SCHEDULE_INTERVAL_S) places what is queued.
+    # The truth is in PostgreSQL, and beat sends what heals from it: the next pass (every JOBS_SCHEDULE_INTERVAL_S)
+    # places what is still queued, and the next follow (every JOBS_FOLLOW_INTERVAL_S) sends again the dispatch of an
+    # attempt a pass placed just before the kill, whose message went with Redis (REDISPATCH_AFTER_S after placing).
     def placed_after_restart():
         broker.send_task("jobs.tasks.schedule_pass", queue=worker.queue)
+        broker.send_task("jobs.tasks.follow", queue=worker.queue)
         return wait_for(lambda: len(created_in_cluster(kube)) == 4, timeout=5)
 
-    wait_for(lambda: _tries(placed_after_restart), timeout=120)
+    try:
+        wait_for(lambda: _tries(placed_after_restart), timeout=120)
+    except AssertionError:
+        raise AssertionError(f"nothing placed after the restart; the worker said:\n{worker.output()[-4000:]}") from None
     assert_each_placed_once(jobs + later, placed=4)
     assert created_in_cluster(kube) == Counter(f"job-{job.pk}-a1" for job in jobs + later)
     assert "Connection to broker lost" in worker.output()  # it noticed, and came back by itself

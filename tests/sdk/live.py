@@ -53,6 +53,8 @@ ada = User.objects.create(username="ada", role=Role.STUDENT)
 Enrollment.objects.create(user=ada, course=course)
 Quota.objects.create(user=ada, max_jobs=100)  # the tests submit many; bob keeps a student's limit
 bob = User.objects.create(username="bob", role=Role.STUDENT)
+bob.set_password("bobs-password-42")  # the CLI's password sign-in (gpulab login --username)
+bob.save()
 Enrollment.objects.create(user=bob, course=course)
 tess = User.objects.create(username="tess", role=Role.TEACHER)
 course.teachers.add(tess)

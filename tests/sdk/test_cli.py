@@ -108,6 +108,20 @@ def test_login_writes_a_private_config_and_whoami_reads_it(cli, portal, tmp_path
     assert json.loads(out)["username"] == "tess"
 
 
+def test_login_with_a_username_and_password_makes_a_token_and_a_wrong_password_is_one_line(cli, portal, tmp_path):
+    code, out, err = cli("login", portal.url, "--username", "bob", "--password-stdin", stdin="nope\n", who=None)
+    assert code != 0 and "Traceback" not in err
+    one_line_error(err)
+    assert not (tmp_path / "config" / "gpulab" / "config.toml").exists()
+    code, out, err = cli(
+        "login", portal.url, "--username", "bob", "--password-stdin", stdin="bobs-password-42\n", who=None
+    )
+    assert code == 0, err
+    assert out.startswith(f"Signed in to {portal.url} as bob (student)")
+    code, out, err = cli("whoami", who=None)
+    assert code == 0 and out.startswith("bob (student)"), err
+
+
 def test_completion_and_help_with_examples(cli):
     code, out, _ = cli("completion", "bash", who=None)
     assert code == 0 and "complete -o default -F _gpulab gpulab" in out and '"jobs submit") words="' in out
