@@ -201,7 +201,12 @@ def test_a_notebook_from_the_command_line_start_ls_extend_stop(cli):
 
 
 def test_usage_prints_gpu_hours_per_group(cli):
-    """GET /api/v1/usage/ comes from the usage branch (API.md): this fails until it is merged."""
+    """GET /api/v1/usage/ (API.md) after a job of this test's own has held a GPU: the ledger has an entry for it."""
+    code, out, err = cli(
+        "jobs", "submit", "--name", "for-usage", "--image", "python:3.12-slim", "--gpus", "1",
+        "--max-runtime", "600", "--wait", "--", "python", "-c", "print('used')",
+    )  # fmt: skip
+    assert code == 0, err
     code, out, err = cli("usage", "--group-by", "user")
     assert code == 0, err
     assert out.splitlines()[0].split()[:2] == ["USER", "GPU-HOURS"] and "total: " in out
