@@ -67,3 +67,13 @@ def queue_waits(*, now: dt.datetime | None = None) -> dict[str, float]:
         "oldest_queued": (now - oldest).total_seconds() if oldest else 0,
         "mean_last_hour": sum(seconds) / len(seconds) if seconds else 0,
     }
+
+
+def job_queue_waits(start: dt.datetime, until: dt.datetime):
+    """(queued since, got its GPUs) of each job whose current attempt was queued in [start, until) and placed: the
+    jobs' queue waits for the lab's usage page (registered with labs.usage.waits in jobs/apps.py)."""
+    return (
+        Job.objects.filter(queued_since__gte=start, queued_since__lt=until, started_at__isnull=False)
+        .values_list("queued_since", "started_at")
+        .iterator(chunk_size=2000)
+    )

@@ -126,7 +126,12 @@ ENTRY_POINTS = {
         "labs.budgets.services",  # the guard notebooks and jobs call before they queue
         "labs.models.budgets",
     ),
-    "labs.usage": ("labs.usage", "labs.usage.selectors", "labs.models.usage"),
+    "labs.usage": (
+        "labs.usage",
+        "labs.usage.selectors",
+        "labs.usage.waits",  # where capabilities that queue work register their queue waits (jobs/apps.py)
+        "labs.models.usage",
+    ),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }
 # Modules Django and Celery look up by name at an app's root (its AppConfig, the admin site's registrations, the

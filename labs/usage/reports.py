@@ -12,9 +12,10 @@ from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
 from labs.ledger import week_gpu_hours, week_start
-from labs.models import GpuMinute, NotebookSession
+from labs.models import GpuMinute
 from labs.usage.accounting import Window
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
+from labs.usage.waits import queue_wait_kinds, queue_waits_between
 from portal.accounts.selectors import effective_quota
 
 IDLE_HINT_SHARE = 0.5  # a notebook idle for more than half of what it held gets a hint
@@ -132,24 +133,30 @@ def heat_table(window: Window) -> Table:
     )
 
 
+def _wait_figures(waits: list[float]) -> tuple[float | None, float | None]:
+    if not waits:
+        return None, None
+    waits = sorted(waits)
+    return round(sum(waits) / len(waits), 1), waits[max(0, int(0.95 * len(waits) + 0.999) - 1)]
+
+
 def days_table(scope: Scope, window: Window, *, gpus: int) -> Table:
-    """Per day: GPU-hours used, the lab's utilisation (used / GPUs × hours of the day) and notebooks' queue wait."""
-    waits: dict[str, list[float]] = defaultdict(list)
-    sessions = NotebookSession.objects.filter(
-        requested_at__gte=window.start, requested_at__lt=window.until, ready_at__isnull=False
-    ).values_list("requested_at", "ready_at")
-    for requested, ready in sessions.iterator(chunk_size=2000):
-        waits[timezone.localtime(requested).date().isoformat()].append((ready - requested).total_seconds())
+    """Per day: GPU-hours used, the lab's utilisation (used / GPUs × hours of the day) and, for each kind of work
+    that queues (notebooks, jobs: labs.usage.waits), the mean and p95 wait from asking to getting GPUs."""
+    kinds = queue_wait_kinds()
+    waits: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for kind in kinds:
+        for asked, got in queue_waits_between(kind, window.start, window.until):
+            waits[(kind, timezone.localtime(asked).date().isoformat())].append((got - asked).total_seconds())
     rows = []
     for row in usage_report(scope, window, "day"):
         hours = (row.ends_at - row.starts_at).total_seconds() / 3600
         capacity = gpus * hours
-        day_waits = sorted(waits.get(row.key, []))
-        mean_wait = round(sum(day_waits) / len(day_waits), 1) if day_waits else None
-        p95 = day_waits[max(0, int(0.95 * len(day_waits) + 0.999) - 1)] if day_waits else None
         utilisation = round(100 * row.gpu_hours / capacity, 1) if capacity else None
-        rows.append([row.key, _hours(row.gpu_seconds), utilisation, mean_wait, p95])
-    return Table("days", ["day", "gpu_hours", "utilisation_pct", "notebook_wait_mean_s", "notebook_wait_p95_s"], rows)
+        figures = [figure for kind in kinds for figure in _wait_figures(waits.get((kind, row.key), []))]
+        rows.append([row.key, _hours(row.gpu_seconds), utilisation, *figures])
+    columns = [name for kind in kinds for name in (f"{kind}_wait_mean_s", f"{kind}_wait_p95_s")]
+    return Table("days", ["day", "gpu_hours", "utilisation_pct", *columns], rows)
 
 
 def week_against_quota(viewer, now: dt.datetime) -> dict:

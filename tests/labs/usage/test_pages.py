@@ -123,3 +123,35 @@ def test_a_teaching_assistant_sees_the_course_usage_and_not_another_course(now, 
     assert client.get("/usage/courses/", {"course": "CV-201"}).status_code == 404
     assert client.get("/api/v1/usage/", {"course": "CV-201"}).status_code == 404
     assert client.get("/usage/lab/").status_code == 403
+
+
+def test_the_lab_days_show_the_queue_wait_of_jobs_and_notebooks(now, lab, known):
+    """Jobs register their queue waits with labs.usage.waits (labs may not import jobs): the lab's table per day has
+    the mean and p95 wait of both kinds, from asking to getting GPUs."""
+    import datetime as dt
+
+    from jobs.models import JobState
+    from tests.jobs.factories import JobFactory
+
+    tuesday = lab.now - dt.timedelta(days=1)  # Tuesday 12:00 in the lab's zone
+    for wait_s in (60, 180):
+        JobFactory(
+            owner=lab.alice,
+            state=JobState.SUCCEEDED,
+            submitted_at=tuesday,
+            queued_since=tuesday,
+            started_at=tuesday + dt.timedelta(seconds=wait_s),
+            finished_at=tuesday + dt.timedelta(hours=1),
+        )
+    JobFactory(owner=lab.bob, submitted_at=tuesday, queued_since=tuesday)  # still queued: no wait yet
+    admin = UserFactory(username="boss", role="admin")
+    download = signed_in(admin).get("/usage/csv/lab-days/", {"from": "2026-03-09", "to": "2026-03-11"})
+    rows = {row["day"]: row for row in csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode()))}
+    assert {"job_wait_mean_s", "job_wait_p95_s", "notebook_wait_mean_s", "notebook_wait_p95_s"} <= set(
+        rows["2026-03-10"]
+    )
+    assert float(rows["2026-03-10"]["job_wait_mean_s"]) == 120.0
+    assert float(rows["2026-03-10"]["job_wait_p95_s"]) == 180.0
+    assert rows["2026-03-09"]["job_wait_mean_s"] == ""  # no job waited that day
+    page = signed_in(admin).get("/usage/lab/", {"from": "2026-03-09", "to": "2026-03-11"}).content.decode()
+    assert "job_wait_mean_s" in page or "Job wait" in page or "job wait" in page.lower()
