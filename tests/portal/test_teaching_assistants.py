@@ -72,10 +72,12 @@ def test_courses_staffed_by_holds_taught_and_assisted_courses(course):
     assert not courses_staffed_by(None).exists()
 
 
-def test_the_course_notebooks_page_shows_the_assisted_course_its_students_and_their_usage(client, course):
-    AllocationFactory(
-        user=course["bo"], starts_at=timezone.now() - dt.timedelta(minutes=90), ends_at=timezone.now(), share=1
-    )
+def test_the_course_notebooks_page_shows_the_assisted_course_its_students_and_their_usage(client, course, frozen_now):
+    # Wednesday noon of this week: the 90 minutes below lie inside the GPU-hours week at any hour the suite runs
+    # (at Monday 00:30 they would start in the week before: the monday-0000 clock drill found it).
+    today = timezone.localdate()
+    now = frozen_now(dt.datetime.combine(today - dt.timedelta(days=today.weekday() - 2), dt.time(12)))
+    AllocationFactory(user=course["bo"], starts_at=now - dt.timedelta(minutes=90), ends_at=now, share=1)
     page = as_tina(client).get("/notebooks/course/")
     assert page.status_code == 200
     html = page.content.decode()
