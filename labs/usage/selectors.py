@@ -44,6 +44,11 @@ def _people_filter(viewer: User, *, user_field: str, course_field: str) -> Q:
     return Q(**{user_field: viewer.pk})
 
 
+def _counted_for(course: Course) -> Q:
+    """The one rule of a course's usage: work booked to it, and its enrolled students' work booked to no course."""
+    return Q(course=course) | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=course.pk)))
+
+
 @dataclasses.dataclass(frozen=True)
 class Scope:
     """What a report covers: the viewer, and optionally one course or one person they may see."""
@@ -82,10 +87,7 @@ def allocations_visible_to(viewer: User) -> QuerySet[Allocation]:
 def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) -> QuerySet[Allocation]:
     rows = allocations_visible_to(scope.viewer).filter(kind__in=kinds)
     if scope.course is not None:
-        rows = rows.filter(
-            Q(course=scope.course)
-            | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=scope.course.pk)))
-        )
+        rows = rows.filter(_counted_for(scope.course))
     if scope.person is not None:
         rows = rows.filter(user=scope.person)
     return rows
@@ -120,10 +122,7 @@ def efficiency_in_scope(scope: Scope, window: Window) -> QuerySet[HolderEfficien
     """Efficiency rows of the holders that overlap the window, newest first."""
     rows = efficiency_visible_to(scope.viewer).filter(started_at__lt=window.until).exclude(ended_at__lte=window.start)
     if scope.course is not None:
-        rows = rows.filter(
-            Q(course=scope.course)
-            | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=scope.course.pk)))
-        )
+        rows = rows.filter(_counted_for(scope.course))
     if scope.person is not None:
         rows = rows.filter(user=scope.person)
     return rows.select_related("user", "course", "node").order_by("-started_at", "holder_ref")
