@@ -29,6 +29,13 @@ JOB_FIELDS = (
     "course",
 )
 PAGE_SIZE = 100
+USER_AGENT = "gpulab-sdk/0.1"
+FOLLOW_TIMEOUT = httpx.Timeout(30.0, read=None)  # a followed log may be quiet for as long as the job is
+
+
+def headers(token: str) -> dict[str, str]:
+    """What every request of both clients carries."""
+    return {"Authorization": f"Token {token}", "Accept": "application/json", "User-Agent": USER_AGENT}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,9 +24,6 @@ from gpulab.config import resolve
 from gpulab.errors import ConnectionFailed, GpulabError, WaitTimeout
 from gpulab.models import Availability, Gpu, Job, Me, Notebook, Preview, Profile, Reservation, Usage
 
-USER_AGENT = "gpulab-sdk/0.1"
-FOLLOW_TIMEOUT = httpx.Timeout(30.0, read=None)  # a followed log may be quiet for as long as the job is
-
 
 class AsyncClient:
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:
@@ -34,7 +31,7 @@ class AsyncClient:
         self.url, self.token = settings.url, settings.token
         self._http = httpx.AsyncClient(
             base_url=self.url,
-            headers={"Authorization": f"Token {self.token}", "Accept": "application/json", "User-Agent": USER_AGENT},
+            headers=calls.headers(self.token),
             timeout=timeout,
         )
         self.jobs = Jobs(self)
@@ -166,7 +163,7 @@ class Jobs:
                     f"{calls.API}/jobs/{int(job_id)}/logs/",
                     params=calls.follow_params(attempt=attempt, rank=rank, since=since),
                     headers={"Accept": "text/plain"},
-                    timeout=FOLLOW_TIMEOUT,
+                    timeout=calls.FOLLOW_TIMEOUT,
                 ) as response:
                     if response.status_code >= 400:
                         await response.aread()
