@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import email
 import email.policy
+import logging
 import socket
 import threading
 import time
 from email.message import EmailMessage
 
 from aiosmtpd.controller import Controller
+
+# aiosmtpd logs every connection at INFO from its own thread, also after pytest closed the stream the test's log
+# handler writes to ("--- Logging error --- I/O operation on closed file" in the suite's output): keep its warnings.
+logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 
 def free_port() -> int:
