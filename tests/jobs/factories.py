@@ -15,6 +15,18 @@ from labs.images import ImageRule
 from tests.factories import NodeFactory, UserFactory
 
 IMAGE = "registry.lab.example/train:1"
+# The job page's form (/jobs/new/) filled in for one GPU for 10 minutes.
+JOB_FORM = {
+    "name": "mnist",
+    "image": IMAGE,
+    "command": "python\ntrain.py\n",
+    "gpus": "1",
+    "nodes": "1",
+    "max_runtime_s": "600",
+    "priority": "normal",
+    "reservation": "",
+    "env": "",
+}
 
 
 class ImageRuleFactory(factory.django.DjangoModelFactory):

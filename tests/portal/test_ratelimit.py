@@ -20,7 +20,7 @@ from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.services import token_issue
 from portal.errors import RateLimited
 from tests.factories import PASSWORD, UserFactory
-from tests.jobs.factories import IMAGE, ImageRuleFactory, lab
+from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
 
 pytestmark = pytest.mark.django_db
 
@@ -172,19 +172,6 @@ def sign_in(client, role):
     user = person(role)
     assert client.login(username=user.username, password=PASSWORD)
     return user
-
-
-JOB_FORM = {
-    "name": "mnist",
-    "image": IMAGE,
-    "command": "python\ntrain.py\n",
-    "gpus": "1",
-    "nodes": "1",
-    "max_runtime_s": "600",
-    "priority": "normal",
-    "reservation": "",
-    "env": "",
-}
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -14,23 +14,12 @@ from labs.models import Budget, NotebookProfile, NotebookSession
 from portal.accounts.models import Notice
 from portal.accounts.services import token_issue
 from tests.factories import PASSWORD
-from tests.jobs.factories import IMAGE, ImageRuleFactory, lab
+from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
 from tests.labs.budgets.conftest import held, local
 
 pytestmark = pytest.mark.django_db
 
 JOB = {"name": "mnist", "image": IMAGE, "command": ["python", "train.py"], "gpus": 1, "max_runtime_s": 600}
-JOB_FORM = {
-    "name": "mnist",
-    "image": IMAGE,
-    "command": "python\ntrain.py\n",
-    "gpus": "1",
-    "nodes": "1",
-    "max_runtime_s": "600",
-    "priority": "normal",
-    "reservation": "",
-    "env": "",
-}
 SENTENCE = (
     "The budget “DL-101 winter term” is used up: 10.5 of 10.0 GPU-hours from 2026-10-01 to 2027-01-31. New notebooks"
     " and jobs that count against it are refused until 2027-02-01; ask your teacher or an admin to raise it."
