@@ -141,7 +141,9 @@ class JobListApi(APIView):
             jobs = jobs.filter(owner=request.user)
         if query.validated_data.get("before"):
             jobs = jobs.filter(pk__lt=query.validated_data["before"])
-        return Response(JobOut(jobs[: query.validated_data["limit"]], many=True).data)
+        # Newest first by id, the key `before` pages on: two submits that commit in the other order than their
+        # submitted_at would otherwise fall between two pages.
+        return Response(JobOut(jobs.order_by("-pk")[: query.validated_data["limit"]], many=True).data)
 
     @extend_schema(request=JobIn, responses={201: JobOut}, summary="Submit a training job to the queue")
     def post(self, request):

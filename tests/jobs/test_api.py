@@ -1,5 +1,7 @@
 """The jobs API for every role: submit, list, detail, cancel, logs, preview; bad input is a 4xx naming fields."""
 
+import datetime as dt
+
 import pytest
 from django.utils import timezone
 
@@ -192,6 +194,31 @@ def test_list_filters(api_as, jobs_of_everyone):
     assert client.get(URL, {"status": "running"}).json() == []
     assert client.get(URL, {"status": "bogus"}).status_code == 400
     assert client.get(URL, {"limit": 0}).status_code == 400
+
+
+def test_pages_by_before_give_every_job_once_newest_first(api_as):
+    student = UserFactory(username="student-x", role="student")
+    now = timezone.now()
+    # Ids and submission times in the other order for two of them: two submits that committed crosswise.
+    made = [JobFactory(owner=student, submitted_at=now - dt.timedelta(minutes=n)) for n in (5, 4, 3, 2, 1)]
+    Job.objects.filter(pk=made[2].pk).update(submitted_at=now, queued_since=now)
+    client = api_as("student")
+    seen, before = [], None
+    while True:
+        page = client.get(URL, {"limit": 2, **({"before": before} if before else {})}).json()
+        if not page:
+            break
+        seen += [job["id"] for job in page]
+        before = page[-1]["id"]
+    assert seen == sorted((job.pk for job in made), reverse=True)
+
+
+@pytest.mark.parametrize("before", ["abc", "0", "-3", str(2**60), "1.5"])
+def test_a_bad_before_is_400_naming_it(api_as, before):
+    UserFactory(username="student-x", role="student")
+    response = api_as("student").get(URL, {"before": before})
+    assert response.status_code == 400
+    assert "before" in response.json()["fields"]
 
 
 @pytest.mark.parametrize("role", ["student", "teacher", "admin"])
