@@ -23,7 +23,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from jobs.backends import JobRef, get_job_backend
+from jobs.backends import JobBackend, JobRef, get_job_backend
 from jobs.models import FINISHED_STATES, Job
 from portal.errors import BackendError
 
@@ -54,10 +54,10 @@ def _attempt_over(job_id: int, attempt: int) -> bool:
     return state in FINISHED_STATES or current > attempt
 
 
-def _read(job_id: int, attempt: int, rank: int, offset: int) -> bytes:
+def _read(backend: JobBackend, follow: Follow, offset: int) -> bytes:
     """The bytes of the log from `offset` on (at most one response cap); empty before the attempt wrote any."""
     try:
-        return get_job_backend().logs(JobRef(job_id, attempt), rank=rank, offset=offset).data
+        return backend.logs(JobRef(follow.job_id, follow.attempt), rank=follow.rank, offset=offset).data
     except BackendError:
         return b""  # a backend that cannot answer now may answer at the next tick; the stream waits for it
 
@@ -71,14 +71,18 @@ def _timing() -> tuple[float, int, float]:
 def follow_log_sync(follow: Follow) -> Iterator[bytes]:
     """The same, for WSGI servers and the test client, where a request has its thread anyway (jobs/api.py)."""
     poll_s, state_every, give_up = _timing()
+    backend = get_job_backend()  # once per follow: on Kubernetes each one is a new API client
     offset, tick, ending = follow.since, 0, False
     while True:
-        data = _read(follow.job_id, follow.attempt, follow.rank, offset)
+        data = _read(backend, follow, offset)
         if data:
             offset += len(data)
             yield data
+        if time.monotonic() >= give_up:
+            return  # checked on every tick: a job that writes without pause still ends the stream here
+        if data:
             continue
-        if ending or time.monotonic() > give_up:
+        if ending:
             return
         if tick % state_every == 0 and _attempt_over(follow.job_id, follow.attempt):
             ending = True
@@ -93,14 +97,18 @@ async def follow_log(follow: Follow, stop: asyncio.Event | None = None) -> Async
     poll_s, state_every, give_up = _timing()
     read = sync_to_async(_read, thread_sensitive=False)
     over = sync_to_async(_attempt_over, thread_sensitive=False)
+    backend = await sync_to_async(get_job_backend, thread_sensitive=False)()  # once per follow, as above
     offset, tick, ending = follow.since, 0, False
     while True:
-        data = await read(follow.job_id, follow.attempt, follow.rank, offset)
+        data = await read(backend, follow, offset)
         if data:
             offset += len(data)
             yield data
+        if time.monotonic() >= give_up:
+            return  # on every tick, as above
+        if data:
             continue  # more may be there already: read on before sleeping
-        if ending or time.monotonic() > give_up:
+        if ending:
             return
         if tick % state_every == 0 and await over(follow.job_id, follow.attempt):
             ending = True  # one more read: what the job wrote before it ended
