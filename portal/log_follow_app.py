@@ -4,29 +4,31 @@ Why not the Django view: Django's ASGI handler runs a request's sync code (the m
 request's own and keeps that thread until the response is over, so a stream that lasts as long as a job would hold
 one idle thread per follower. Here the follower is a coroutine: it signs the caller in as the WebSocket does
 (session cookie or `Authorization: Token`, portal.ws_auth), checks the request with the view's own code
-(jobs.api.log_request: the same 400/404 answers) in a thread of the shared pool, gives its database connection back,
-and then streams jobs.log_follow.follow_log, stopping when the client goes away. Under WSGI (and the test client)
-the DRF view (jobs.api.JobLogsApi) answers ?follow=1 itself.
+(jobs.api.log_request: the same 400/404 answers; its own refusals are the API's, headers and all) in a thread of the
+shared pool, gives its database connection back, and then streams jobs.log_follow.follow_log, stopping when the
+client goes away. Under WSGI (and the test client) the DRF view (jobs.api.JobLogsApi) answers ?follow=1 itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import re
+from types import SimpleNamespace
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.auth import AuthMiddlewareStack
-from django.http import QueryDict
+from django.http import HttpResponse, JsonResponse, QueryDict
 from rest_framework import exceptions, serializers
 
 from jobs.api import follow_headers, log_request
 from jobs.log_follow import Follow, follow_log, release_connection
-from portal.api.errors import exception_handler
+from portal.api.auth import ExpiringTokenAuthentication
+from portal.api.errors import exception_handler, json_server_error
 from portal.errors import PortalError
+from portal.web.errors import bad_request
 from portal.ws_auth import TokenAuthMiddleware, own_origin
 
 log = logging.getLogger("portal.api")
@@ -41,7 +43,8 @@ def is_follow(scope) -> bool:
         query = parse_qs(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True)
     except UnicodeDecodeError:
         return False  # Django's view answers what is malformed
-    return any(value in TRUE for value in query.get("follow", []))
+    follow = query.get("follow", [])
+    return bool(follow) and follow[-1] in TRUE  # the last one counts, as the view's QueryDict reads it
 
 
 def _check(user, job_id: int, query_string: str) -> Follow:
@@ -52,33 +55,44 @@ def _check(user, job_id: int, query_string: str) -> Follow:
         release_connection()
 
 
-async def _answer(send, status: int, body: dict) -> None:
-    data = json.dumps(body).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+async def _answer(send, response: HttpResponse) -> None:
+    """Send a whole Django response: its status, headers and body."""
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in response.items()]
+    headers.append((b"content-length", str(len(response.content)).encode()))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": response.content})
+
+
+def _api_error(exc: Exception) -> JsonResponse:
+    """What the API answers for `exc` (portal.api.errors), with its headers (Retry-After, WWW-Authenticate)."""
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        exc.auth_header = ExpiringTokenAuthentication().authenticate_header(None)  # as DRF's view sets it
+    error = exception_handler(exc, {})
+    headers = {name: value for name, value in error.items() if name.lower() != "content-type"}
+    return JsonResponse(error.data, status=error.status_code, headers=headers)
 
 
 async def follow_app(scope, receive, send) -> None:
-    if own_origin(scope) is None:  # the Host is not one of ALLOWED_HOSTS, as Django would refuse it
-        await _answer(send, 400, {"detail": "Bad request (host).", "code": "bad_request"})
+    if own_origin(scope) is None:  # the Host is not one of ALLOWED_HOSTS: Django's 400 (handler400) for the API
+        await _answer(send, bad_request(SimpleNamespace(path=scope["path"])))
         return
     user = scope.get("user")
     if user is None or not user.is_authenticated:
-        body = {"detail": "Authentication credentials were not provided.", "code": "not_authenticated"}
-        await _answer(send, 401, body)
+        if scope.get("auth") == "token":  # a token that did not sign in: the API's 401 with the token's refusal
+            await _answer(send, _api_error(exceptions.AuthenticationFailed(scope.get("auth_refusal"))))
+        else:
+            await _answer(send, _api_error(exceptions.NotAuthenticated()))
         return
     job_id = int(PATH.match(scope["path"])["job_id"])
     try:
         query_string = scope.get("query_string", b"").decode("utf-8")
         follow = await sync_to_async(_check, thread_sensitive=False)(user, job_id, query_string)
     except (exceptions.APIException, PortalError, UnicodeDecodeError) as exc:
-        error = exception_handler(exceptions.ParseError() if isinstance(exc, UnicodeDecodeError) else exc, {})
-        await _answer(send, error.status_code, dict(error.data))
+        await _answer(send, _api_error(exceptions.ParseError() if isinstance(exc, UnicodeDecodeError) else exc))
         return
     except Exception:  # the database gone, say: the API's 500, logged, never a bare one from the server
         log.exception("Following the log of job %s failed", job_id)
-        await _answer(send, 500, {"detail": "Something went wrong on our side.", "code": "server_error"})
+        await _answer(send, json_server_error(None))
         return
     headers = [(name.lower().encode(), value.encode()) for name, value in follow_headers(follow).items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})

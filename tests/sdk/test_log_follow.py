@@ -143,3 +143,93 @@ def test_forty_followers_hold_neither_a_thread_nor_a_database_connection_each(po
         httpx.post(f"{portal.url}/api/v1/jobs/{job_id}/cancel/", headers=auth(token), timeout=30)
         for thread in threads:
             thread.join(timeout=60)
+
+
+# --- who may follow: the follower signs the caller in itself, and answers as the API does ---------------------------
+
+PEOPLE = """
+import json
+from importlib import import_module
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from portal.accounts.models import Course, CourseRole, Enrollment, Role, User
+from portal.accounts.services import token_issue
+
+other = Course.objects.create(code="SDK-202", name="Elsewhere", term_start="2000-01-01", term_end="2999-01-01")
+tara = User.objects.create(username="tara", role=Role.STUDENT)
+Enrollment.objects.create(user=tara, course=other, role=CourseRole.ASSISTANT)
+ada = User.objects.get(username="ada")
+session = import_module(settings.SESSION_ENGINE).SessionStore()
+session[SESSION_KEY] = str(ada.pk)
+session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+session[HASH_SESSION_KEY] = ada.get_session_auth_hash()
+session.save()
+print(json.dumps({"tara": token_issue(user=tara), "cookie": {settings.SESSION_COOKIE_NAME: session.session_key}}))
+"""
+
+
+@pytest.fixture(scope="module")
+def people(portal) -> dict:
+    """tara, a teaching assistant of another course (her token), and a session cookie of ada's."""
+    return portal.shell(PEOPLE)
+
+
+@pytest.fixture(scope="module")
+def done(portal) -> str:
+    """The log address of a finished job of ada's (a student of SDK-101, which tess teaches)."""
+    job_id = slow_job(portal, portal.tokens["ada"], n=1, gap=0, name="roles")
+    wait_status(portal, portal.tokens["ada"], job_id, {"succeeded"})
+    return f"{portal.url}/api/v1/jobs/{job_id}/logs/"
+
+
+def both(url: str, **kwargs) -> tuple[httpx.Response, httpx.Response]:
+    """The follower's answer and the API's own (the same request without follow, answered by Django)."""
+    return httpx.get(url, params={"follow": "1"}, timeout=30, **kwargs), httpx.get(url, timeout=30, **kwargs)
+
+
+@pytest.mark.parametrize("who", ["ada", "tess", "root"])
+def test_the_owner_the_courses_teacher_and_an_admin_follow_the_log(portal, done, who):
+    answer = httpx.get(done, params={"follow": "1"}, headers=auth(portal.tokens[who]), timeout=30)
+    assert answer.status_code == 200 and answer.text == "line 0\n"
+    assert answer.headers["x-log-start"] == "0"
+
+
+def test_the_owners_session_cookie_follows_the_log(done, people):
+    answer = httpx.get(done, params={"follow": "1"}, cookies=people["cookie"], timeout=30)
+    assert answer.status_code == 200 and answer.text == "line 0\n"
+
+
+def test_a_teaching_assistant_of_another_course_gets_404(done, people):
+    followed, paged = both(done, headers=auth(people["tara"]))
+    assert followed.status_code == paged.status_code == 404
+    assert followed.json() == paged.json() and followed.json()["code"] == "not_found"
+
+
+def test_anonymous_gets_the_apis_401(done):
+    followed, paged = both(done)
+    assert followed.status_code == paged.status_code == 401
+    assert followed.json() == paged.json() and followed.json()["code"] == "not_authenticated"
+    assert followed.headers["www-authenticate"] == paged.headers["www-authenticate"] == "Token"
+
+
+def test_a_bad_token_gets_the_apis_401(done):
+    followed, paged = both(done, headers=auth("not-a-token"))
+    assert followed.status_code == paged.status_code == 401
+    assert followed.json() == paged.json() and followed.json()["code"] == "authentication_failed"
+    assert followed.headers["www-authenticate"] == paged.headers["www-authenticate"] == "Token"
+
+
+def test_a_host_not_allowed_gets_the_apis_400(portal, done):
+    followed, paged = both(done, headers={**auth(portal.tokens["ada"]), "Host": "portal.evil.example"})
+    assert followed.status_code == paged.status_code == 400
+    assert followed.json() == paged.json()
+
+
+def test_the_last_follow_value_counts_as_the_view_reads_it(portal, done):
+    token = portal.tokens["ada"]
+    paged = httpx.get(f"{done}?follow=1&follow=0", headers=auth(token), timeout=30)
+    assert paged.status_code == 200 and paged.text == "line 0\n"
+    assert paged.headers["x-log-truncated"] == "false"  # a page (Django's view): follow=0 counted
+    followed = httpx.get(f"{done}?follow=0&follow=1", headers=auth(token), timeout=30)
+    assert followed.status_code == 200 and followed.text == "line 0\n"
+    assert "x-log-truncated" not in followed.headers and followed.headers["x-log-attempt"] == "1"  # a stream
