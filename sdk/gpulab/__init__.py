@@ -7,6 +7,7 @@ job = lab.jobs.submit(image="python:3.12-slim", command=["python", "-c", "print(
 print(lab.jobs.wait(job.id).status)
 """
 
+from gpulab._version import VERSION
 from gpulab.aio import AsyncClient
 from gpulab.client import Client
 from gpulab.errors import (
@@ -38,7 +39,7 @@ from gpulab.models import (
     UsageRow,
 )
 
-__version__ = "0.1.0"
+__version__ = VERSION
 __all__ = [
     "ApiError",
     "AsyncClient",

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from gpulab._version import VERSION
 from gpulab.errors import ConnectionFailed, error_for
 from gpulab.models import Availability, Gpu, Job, Me, Model, Notebook, Preview, Profile, Reservation, Usage
 
@@ -29,7 +30,7 @@ JOB_FIELDS = (
     "course",
 )
 PAGE_SIZE = 100
-USER_AGENT = "gpulab-sdk/0.1"
+USER_AGENT = f"gpulab-sdk/{VERSION}"
 FOLLOW_TIMEOUT = httpx.Timeout(30.0, read=None)  # a followed log may be quiet for as long as the job is
 
 

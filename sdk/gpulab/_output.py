@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gpulab.models import Model
+from gpulab.models import Model, parse_time
 
 
 def as_json(value: Any) -> str:
@@ -65,14 +65,7 @@ def progress(text: str) -> None:
 def fit_sentence(fit: dict[str, Any] | None) -> str:
     if not fit:
         return "nothing fits within the booking horizon"
-    starts = when(_time(fit.get("starts_at")))
-    ends = when(_time(fit.get("ends_at")))
+    starts = when(parse_time(fit.get("starts_at")))
+    ends = when(parse_time(fit.get("ends_at")))
     nodes = ", ".join(fit.get("nodes") or [])
     return f"earliest fit: {starts} – {ends}" + (f" on {nodes}" if nodes else "")
-
-
-def _time(value: Any) -> Any:
-    try:
-        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return value

@@ -19,6 +19,7 @@ import sys
 
 from gpulab import commands
 from gpulab._output import fit_sentence
+from gpulab._version import VERSION
 from gpulab.errors import (
     ApiError,
     ConfigError,
@@ -29,10 +30,16 @@ from gpulab.errors import (
     ServerError,
     WaitTimeout,
 )
+from gpulab.exits import (
+    EXIT_CONFIG,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_TIMEOUT,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+)
 from gpulab.jobfile import JobFileError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CONFIG, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_TIMEOUT, EXIT_CANCELLED = range(8)
-EXIT_INTERRUPTED = 130
 
 EPILOG = """\
 examples:
@@ -65,6 +72,17 @@ examples:
   gpulab reserve create --title "Hackathon" --start 2026-12-12T08:00 --end 2026-12-13T08:00 --all
 A conflict exits 4 and names the earliest window that would fit.
 """
+
+
+def positive_int(text: str) -> int:
+    """A count of at least 1 (`--limit 0` is a usage error, not quietly one job)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
 
 
 class Parser(argparse.ArgumentParser):
@@ -105,7 +123,7 @@ def build_parser() -> Parser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    root.add_argument("--version", action="version", version="gpulab 0.1.0")
+    root.add_argument("--version", action="version", version=f"gpulab {VERSION}")
     top = root.add_subparsers(dest="area", metavar="COMMAND", parser_class=Parser, required=True)
 
     def sub(group, name: str, help_: str, handler, **kw) -> argparse.ArgumentParser:
@@ -144,7 +162,7 @@ def build_parser() -> Parser:
     ls = sub(jobs_sub, "ls", "Jobs you may see, newest first", commands.job_list)
     ls.add_argument("--status", choices=["queued", "starting", "running", "succeeded", "failed", "cancelled"])
     ls.add_argument("--mine", action="store_true")
-    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--limit", type=positive_int, default=50, help="list at most this many jobs")
     for name, help_, handler in (
         ("show", "One job with its events", commands.job_show),
         ("cancel", "Cancel a job (stopping it if it runs)", commands.job_cancel),

@@ -15,10 +15,9 @@ from gpulab.client import Client
 from gpulab.completion import script as completion_script
 from gpulab.config import resolve, write_config
 from gpulab.errors import GpulabError
+from gpulab.exits import EXIT_CANCELLED, EXIT_FAILED
 from gpulab.jobfile import JobFileError, load_job_file
 from gpulab.models import Gpu, Job
-
-FAILED, CANCELLED = 1, 7
 
 
 def client(args: argparse.Namespace) -> Client:
@@ -156,7 +155,7 @@ def _job_line(job: Job) -> str:
 
 
 def _result(job: Job) -> int:
-    return 0 if job.status == "succeeded" else (CANCELLED if job.status == "cancelled" else FAILED)
+    return 0 if job.status == "succeeded" else (EXIT_CANCELLED if job.status == "cancelled" else EXIT_FAILED)
 
 
 def _wait(lab: Client, job_id: int, *, timeout: float | None, quiet: bool) -> Job:
@@ -202,7 +201,7 @@ def job_preview(args: argparse.Namespace) -> int:
 def job_list(args: argparse.Namespace) -> int:
     with client(args) as lab:
         found = []
-        for job in lab.jobs.list(status=args.status, mine=args.mine, page_size=min(max(args.limit, 1), 500)):
+        for job in lab.jobs.list(status=args.status, mine=args.mine, page_size=min(args.limit, 500)):
             found.append(job)
             if len(found) >= args.limit:
                 break

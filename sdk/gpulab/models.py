@@ -292,5 +292,3 @@ SCHEMA_MODELS: tuple[type[Model], ...] = (
     UsageRow,
     Usage,
 )
-# From the usage branch (GET /api/v1/usage/, API.md): their schema test fails until it is merged.
-USAGE_MODELS: tuple[type[Model], ...] = (UsageRow, Usage)

@@ -210,3 +210,14 @@ def test_usage_prints_gpu_hours_per_group(cli):
     code, out, err = cli("usage", "--group-by", "user")
     assert code == 0, err
     assert out.splitlines()[0].split()[:2] == ["USER", "GPU-HOURS"] and "total: " in out
+
+
+@pytest.mark.parametrize("limit", ["0", "-3", "many"])
+def test_jobs_ls_limit_below_one_is_one_usage_line(capsys, limit):
+    """Read by the parser before any request: no portal needed."""
+    from gpulab.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["jobs", "ls", "--limit", limit])
+    line = one_line_error(capsys.readouterr().err)
+    assert exited.value.code == 2 and line.startswith("gpulab: argument --limit: expected a whole number of at least 1")

@@ -163,7 +163,6 @@ def test_the_async_client_follows_and_waits_as_the_sync_one(portal):
 
 
 def test_usage_reads_the_ledger_report(lab):
-    """GET /api/v1/usage/ comes from the usage branch (API.md): this fails until it is merged."""
     lab.jobs.wait(lab.jobs.submit(job(name="for-usage", command=["python", "-c", "print(1)"])).id, timeout=300)
     report = lab.usage(group_by="user")
     assert isinstance(report, gpulab.Usage) and report.group_by == "user"
