@@ -2,6 +2,7 @@
 (function () {
   "use strict";
   const POLL_MS = 3000;
+  const FINISHED = ["succeeded", "failed", "cancelled"]; // a job in one of these changes no more
 
   function text(node, value) {
     if (node && node.textContent !== value) node.textContent = value;
@@ -64,19 +65,26 @@
     const follow = async () => {
       if (streaming) return;
       streaming = true;
+      const mine = attempt; // a new attempt (poke) has a log of its own: this stream's bytes are not part of it
       try {
-        const url = detail.dataset.follow + "&attempt=" + attempt + "&since=" + since;
+        const url = detail.dataset.follow + "&attempt=" + mine + "&since=" + since;
         const response = await fetch(url, { credentials: "same-origin" });
         if (response.ok && response.body) {
           const reader = response.body.getReader();
           const decoder = new TextDecoder();
           for (;;) {
             const { done, value } = await reader.read();
-            if (done) break;
+            if (attempt !== mine) {
+              reader.cancel().catch(() => {});
+              break;
+            }
+            if (done) {
+              show(decoder.decode());
+              break;
+            }
             since += value.byteLength;
             show(decoder.decode(value, { stream: true }));
           }
-          show(decoder.decode());
         }
       } catch (error) { /* resumed at the next status tick */ }
       streaming = false;
@@ -91,7 +99,7 @@
           text(pre, "");
         }
         if (!finished) follow();
-        finished = ["succeeded", "failed", "cancelled"].includes(job.status);
+        finished = FINISHED.includes(job.status);
       },
     };
   }
@@ -124,7 +132,7 @@
         }
         followed.poke(job);
       } catch (error) { /* try again at the next tick */ }
-      const over = job && ["succeeded", "failed", "cancelled"].includes(job.status);
+      const over = job && FINISHED.includes(job.status);
       if (!over) setTimeout(poll, POLL_MS);
     };
     setTimeout(poll, 1000);
