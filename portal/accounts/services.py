@@ -78,7 +78,9 @@ def enrollment_set(
 ) -> tuple[Enrollment, bool]:
     """Enroll a person in a course as a student or a teaching assistant (or change which), the one write every path
     uses: the admin console's actions, rosters, the sign-in's groups, `user_upsert`. Returns the enrollment and
-    whether it changed. `source` is recorded on a new enrollment only: a place keeps the source that made it.
+    whether it changed. `source` is recorded on a new place and on a place whose role changes: whoever changes a
+    place owns it (an admin's or a roster's assistant is not taken back by the next sign-in's groups); a call that
+    changes nothing leaves the source as it is.
 
     A teaching assistant is a student-role person: teachers and admins teach through `Course.teachers`."""
     if role not in CourseRole.values:
@@ -90,8 +92,8 @@ def enrollment_set(
         user=user, course=course, defaults={"role": role, "source": source}
     )
     if not created and enrollment.role != role:
-        enrollment.role = role
-        enrollment.save(update_fields=["role"])
+        enrollment.role, enrollment.source = role, source
+        enrollment.save(update_fields=["role", "source"])
         return enrollment, True
     return enrollment, created
 
