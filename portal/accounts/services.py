@@ -105,15 +105,19 @@ def enrollment_remove(*, user: User, course: Course) -> bool:
     return bool(deleted)
 
 
+TOKEN_LIFETIME_MAX_DAYS = 3650  # the longest lifetime one may ask for when the lab sets none (API_TOKEN_TTL_DAYS 0)
+
+
 def token_expiry(*, days: int | None, now: dt.datetime | None = None) -> dt.datetime | None:
     """When a token made now for `days` days expires: None (until revoked) only when API_TOKEN_TTL_DAYS is 0.
 
-    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput)."""
+    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput), and without a
+    default (0) more than TOKEN_LIFETIME_MAX_DAYS (ten years: far enough, and well short of the calendar's end)."""
     ttl = settings.API_TOKEN_TTL_DAYS
     if days is None:
         days = ttl or None
-    elif days < 1 or (ttl and days > ttl):
-        limit = f"between 1 and {ttl}" if ttl else "at least 1"
+    elif days < 1 or days > (ttl or TOKEN_LIFETIME_MAX_DAYS):
+        limit = f"between 1 and {ttl or TOKEN_LIFETIME_MAX_DAYS}"
         raise InvalidInput(f"A token's lifetime is {limit} days.", fields={"expires_in_days": f"{limit} days"})
     return None if days is None else (now or timezone.now()) + dt.timedelta(days=days)
 

@@ -242,6 +242,25 @@ def test_the_account_page_refuses_a_lifetime_over_the_limit(client, settings):
     assert not ApiToken.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("ttl", "raw", "sentence"),
+    [
+        (30, "²", "Choose how long the token works from the list."),  # a digit to str.isdigit, not to int()
+        (30, "-1", "Choose how long the token works from the list."),
+        (0, "99999999999", "A token&#x27;s lifetime is between 1 and 3650 days."),  # no limit but the calendar's
+        (0, "3651", "A token&#x27;s lifetime is between 1 and 3650 days."),
+    ],
+)
+def test_the_account_page_refuses_a_lifetime_that_is_no_number_of_days_with_a_sentence(
+    client, settings, ttl, raw, sentence
+):
+    settings.API_TOKEN_TTL_DAYS = ttl
+    client.force_login(UserFactory())
+    refused = client.post("/account/", {"name": "x", "expires_in_days": raw})
+    assert refused.status_code == 400 and sentence in refused.content.decode()
+    assert not ApiToken.objects.exists()
+
+
 def test_revoking_needs_a_signed_in_person_and_the_csrf_token(api):
     user = UserFactory(username="ada")
     key = token_for_password(api, "ada").json()["token"]
