@@ -97,14 +97,19 @@ class RosterPlan:
         }
 
 
-def _decode(data: bytes | str) -> str:
-    if isinstance(data, str):
-        return data
-    if len(data) > settings.ROSTER_MAX_BYTES:
+def roster_size_check(size: int) -> None:
+    """A roster of `size` bytes is refused (InvalidInput) over ROSTER_MAX_BYTES: an upload is asked before it is
+    read, a text before it is parsed."""
+    if size > settings.ROSTER_MAX_BYTES:
         raise InvalidInput(
             f"The roster file is larger than {settings.ROSTER_MAX_BYTES // 1024} KiB; split the course's roster.",
             fields={"file": "too large"},
         )
+
+
+def _decode(data: bytes | str) -> str:
+    if isinstance(data, str):
+        return data
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -116,12 +121,8 @@ def _decode(data: bytes | str) -> str:
 
 def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]]:
     """Read a roster file into rows and the problems of its lines (each named by its line number)."""
+    roster_size_check(len(data) if isinstance(data, bytes) else len(data.encode()))
     text = _decode(data)
-    if len(text.encode()) > settings.ROSTER_MAX_BYTES:
-        raise InvalidInput(
-            f"The roster file is larger than {settings.ROSTER_MAX_BYTES // 1024} KiB; split the course's roster.",
-            fields={"file": "too large"},
-        )
     if "\x00" in text:
         return [], [RosterProblem(1, "the file holds NUL characters: it is not a CSV text file.")]
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
