@@ -10,7 +10,6 @@ when it cannot be sent, the person who imported the roster gets a notice saying 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import secrets
 
@@ -21,13 +20,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from portal.accounts.models import Course, RosterInvitation, User
+from portal.accounts.selectors import token_hash
 from portal.accounts.services import notice_send
 
 log = logging.getLogger(__name__)
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def invitation_create(
