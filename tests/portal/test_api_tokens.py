@@ -196,10 +196,12 @@ def test_signing_in_does_not_revoke_the_tokens(api, client):
 # --- The account page ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
-def test_each_role_lists_makes_and_revokes_one_of_its_tokens_with_a_confirmation(api, client, role, settings):
+@pytest.mark.parametrize("role", ["student", "teacher", "admin", "assistant"])
+def test_each_role_lists_makes_and_revokes_one_of_its_tokens_with_a_confirmation(
+    api, client, role, settings, user_of_role
+):
     settings.API_TOKEN_TTL_DAYS = 90
-    user = UserFactory(username=f"{role}-1", role=role)
+    user = user_of_role(role)
     UserFactory(username="someone-else")
     client.force_login(user)
     assert "You have no API token." in client.get("/account/").content.decode()

@@ -158,6 +158,17 @@ def test_an_assistant_writes_no_profiles_quotas_or_rosters(client, course):
     assert response.status_code == 403 and response.json()["code"] == "permission_denied"
 
 
+def test_an_assistant_posting_a_roster_of_their_course_gets_403_and_nothing_changes(course):
+    """Forbidden, not "no such course": the course is theirs to see, its roster not theirs to change."""
+    before = set(Enrollment.objects.values_list("user__username", "course__code", "role"))
+    tina = api_as("tina")
+    for path in ("/api/v1/courses/DL-101/roster/", "/api/v1/courses/DL-101/roster/preview/"):
+        response = tina.post(path, {"csv": "username\nbo\n"}, format="json")
+        assert response.status_code == 403, (path, response.json())
+        assert response.json()["code"] == "permission_denied" and response.json()["detail"] == ROSTERS_TEACHERS_ONLY
+    assert set(Enrollment.objects.values_list("user__username", "course__code", "role")) == before
+
+
 def test_a_student_gets_none_of_it(client, course):
     assert client.login(username="bo", password=PASSWORD)
     response = client.get("/notebooks/course/")
