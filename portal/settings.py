@@ -241,19 +241,7 @@ ROSTER_INVITE_TTL_HOURS = envint("ROSTER_INVITE_TTL_HOURS", 72, minimum=1, maxim
 # The portal's address as people reach it, for links in e-mail ("https://gpulab.example.edu"); blank: the address
 # of the request that imported the roster.
 PORTAL_BASE_URL = (envstr("PORTAL_BASE_URL", "") or "").rstrip("/")
-# Django's e-mail framework: SMTP in production, the console (the run command's terminal) with DEBUG on.
-EMAIL_BACKEND = envstr(
-    "EMAIL_BACKEND",
-    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
-)
-EMAIL_HOST = envstr("EMAIL_HOST", "localhost")
-EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1, maximum=65535)
-EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=False)
-EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", default=False)
-EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1, maximum=300)
-DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "GPU Lab <gpulab@localhost>")
+# Their e-mail goes through the EMAIL_* settings below (with the budgets' alerts).
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes anonymous API calls a 401, not a 403.
@@ -771,7 +759,8 @@ CELERY_BEAT_SCHEDULE["usage-weekly-report"] = {
     "task": "labs.tasks.usage_weekly_report",
     "schedule": float(USAGE_REPORT_CHECK_S),
 }
-# E-mail: the console (printed by the process) in the embedded run; SMTP when EMAIL_HOST is set.
+# E-mail (budget alerts, weekly summaries, roster invitations): the console (printed by the process) in the
+# embedded run; SMTP when EMAIL_HOST is set.
 EMAIL_HOST = envstr("EMAIL_HOST", "")
 EMAIL_BACKEND = envstr(
     "EMAIL_BACKEND",
@@ -784,5 +773,5 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", default=bool(EMAIL_HOST))
 EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", default=False)
 if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
-EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1, maximum=300)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", f"{LAB_NAME} <gpu-lab@localhost>")

@@ -35,6 +35,7 @@ class _Keep:
         message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
         with self.server.lock:
             self.server.received.append((list(envelope.rcpt_tos), message))
+            self.server.sessions.append(session)  # one per SMTP connection (kept: ids stay unique)
         return "250 Message accepted for delivery"
 
 
@@ -43,6 +44,7 @@ class SmtpServer:
         self.port = free_port()
         self.lock = threading.Lock()
         self.received: list[tuple[list[str], EmailMessage]] = []
+        self.sessions: list[object] = []  # the SMTP session each message came in, in order
         self.controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
 
     def start(self) -> SmtpServer:
@@ -56,6 +58,12 @@ class SmtpServer:
     def messages(self) -> list[EmailMessage]:
         with self.lock:
             return [message for _, message in self.received]
+
+    @property
+    def connections(self) -> int:
+        """How many SMTP connections the messages came over."""
+        with self.lock:
+            return len({id(session) for session in self.sessions})
 
     def to(self, address: str) -> list[EmailMessage]:
         with self.lock:

@@ -4,18 +4,25 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html
+from rest_framework.authtoken.models import TokenProxy
 
 from portal.accounts.models import (
     Course,
     CourseRole,
     Enrollment,
     ExternalIdentity,
+    MembershipSource,
     Quota,
     RoleSource,
     TeachingSource,
     User,
 )
 from portal.accounts.services import enrollment_set
+
+# DRF's clear-text tokens authenticate nothing since API tokens are stored hashed (ApiToken, on the account page); its
+# app stays installed only for the migration that carried them over, so its admin page goes.
+if admin.site.is_registered(TokenProxy):
+    admin.site.unregister(TokenProxy)
 
 
 class _QuotaInline(admin.StackedInline):
@@ -35,7 +42,7 @@ class EnrollmentInline(admin.TabularInline):
     extra = 0
     autocomplete_fields = ["user", "course"]
     readonly_fields = ["enrolled_at"]
-    fields = ["user", "course", "source", "enrolled_at"]
+    fields = ["user", "course", "role", "source", "enrolled_at"]
 
 
 class ExternalIdentityInline(admin.TabularInline):
@@ -71,6 +78,14 @@ class UserAdmin(DjangoUserAdmin):
         if change and "role" in form.changed_data and "role_source" not in form.changed_data:
             obj.role_source = RoleSource.MANUAL
         super().save_model(request, obj, form, change)
+
+    def save_formset(self, request, form, formset, change):
+        # A place whose role an admin changes is theirs (as in enrollment_set): the groups leave it alone from now on.
+        if formset.model is Enrollment:
+            for inline in formset.forms:
+                if inline.instance.pk and "role" in inline.changed_data and "source" not in inline.changed_data:
+                    inline.instance.source = MembershipSource.MANUAL
+        super().save_formset(request, form, formset, change)
 
     def _set_role(self, request, queryset, role):
         # save() per user so is_staff follows the role; set by hand, the groups leave it alone.
@@ -128,6 +143,12 @@ class EnrollmentAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "course__code"]
     autocomplete_fields = ["user", "course"]
     actions = ["make_assistants", "make_students"]
+
+    def save_model(self, request, obj, form, change):
+        # A place whose role an admin changes is theirs (as in enrollment_set): the groups leave it alone from now on.
+        if change and "role" in form.changed_data and "source" not in form.changed_data:
+            obj.source = MembershipSource.MANUAL
+        super().save_model(request, obj, form, change)
 
     def _set_role(self, request, queryset, role: str) -> None:
         changed, refused = 0, []

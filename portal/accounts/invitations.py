@@ -3,37 +3,41 @@
 The link carries a random token; only its SHA-256 is stored, so the database alone cannot sign anyone in. A link
 works once (the first successful use sets `used_at` under a row lock) and only until `expires_at`
 (ROSTER_INVITE_TTL_HOURS). Using it means choosing a password for the local account; after that the person signs in
-as everyone else does. The e-mail goes out through Django's e-mail framework after the roster's transaction commits;
-when it cannot be sent, the person who imported the roster gets a notice saying so.
+as everyone else does. The e-mails go out through Django's e-mail framework after the roster's transaction commits,
+all of one import over one SMTP connection; one that cannot be sent gets the person who imported the roster a notice
+saying so.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import secrets
 
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
 from portal.accounts.models import Course, RosterInvitation, User
+from portal.accounts.selectors import token_hash
 from portal.accounts.services import notice_send
 
 log = logging.getLogger(__name__)
 
 
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def invitation_create(
-    *, user: User, course: Course, by: User | None, link_base: str = "", now: dt.datetime | None = None
+    *,
+    user: User,
+    course: Course,
+    by: User | None,
+    link_base: str = "",
+    now: dt.datetime | None = None,
+    send: bool = True,
 ) -> tuple[RosterInvitation, str]:
-    """Make the invitation and send its e-mail once the transaction commits. Returns it and its link."""
+    """Make the invitation and (send) send its e-mail once the transaction commits. Returns it and its link; with
+    send=False the caller sends it, with others, through `invitations_send`."""
     now = now or timezone.now()
     token = secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -45,12 +49,12 @@ def invitation_create(
             sent_by=by,
         )
     link = (settings.PORTAL_BASE_URL or link_base.rstrip("/")) + reverse("roster-invite", args=[token])
-    transaction.on_commit(lambda: invitation_send(invitation=invitation, link=link))
+    if send:
+        transaction.on_commit(lambda: invitations_send([(invitation, link)]))
     return invitation, link
 
 
-def invitation_send(*, invitation: RosterInvitation, link: str) -> bool:
-    """Send the invitation e-mail. False (and a notice to whoever imported the roster) when it cannot be sent."""
+def _message(invitation: RosterInvitation, link: str, connection) -> EmailMessage:
     user, course = invitation.user, invitation.course
     expires = timezone.localtime(invitation.expires_at).strftime("%a %d %b %Y %H:%M")
     teacher = invitation.sent_by.get_full_name() or invitation.sent_by.username if invitation.sent_by else "A teacher"
@@ -61,25 +65,47 @@ def invitation_send(*, invitation: RosterInvitation, link: str) -> bool:
         f"Choose your password and sign in with this link (it works once, until {expires}):\n{link}\n\n"
         "If you did not expect this, ignore this e-mail; nobody can use the link without it.\n"
     )
-    try:
-        send_mail(
-            subject=f"{settings.LAB_NAME}: you are in {course.code}",
-            message=body,
-            from_email=None,
-            recipient_list=[user.email],
+    return EmailMessage(
+        subject=f"{settings.LAB_NAME}: you are in {course.code}", body=body, to=[user.email], connection=connection
+    )
+
+
+def _unsent(invitation: RosterInvitation, exc: Exception) -> None:
+    user, course = invitation.user, invitation.course
+    log.warning("invitation %s to %s not sent: %s", invitation.pk, user.email, exc)
+    if invitation.sent_by is not None:
+        notice_send(
+            user=invitation.sent_by,
+            level="warning",
+            text=f"The invitation e-mail to {user.username} <{user.email}> for {course.code} could not be sent "
+            f"({exc.__class__.__name__}). Send it again from the course's roster page.",
+            ref=f"invitation:{invitation.pk}:unsent",
         )
+
+
+def invitations_send(invitations: list[tuple[RosterInvitation, str]]) -> int:
+    """Send the invitation e-mails (invitation, link) over one SMTP connection: a roster of 300 new people is one
+    connection, not 300. Returns how many went out; each one that cannot be sent is logged and told to whoever
+    imported the roster (a notice), and the others still go."""
+    if not invitations:
+        return 0
+    connection = get_connection()
+    try:
+        connection.open()
     except Exception as exc:  # noqa: BLE001 - SMTP, DNS or socket: the roster is in, the e-mail is what failed
-        log.warning("invitation %s to %s not sent: %s", invitation.pk, user.email, exc)
-        if invitation.sent_by is not None:
-            notice_send(
-                user=invitation.sent_by,
-                level="warning",
-                text=f"The invitation e-mail to {user.username} <{user.email}> for {course.code} could not be sent "
-                f"({exc.__class__.__name__}). Send it again from the course's roster page.",
-                ref=f"invitation:{invitation.pk}:unsent",
-            )
-        return False
-    return True
+        for invitation, _link in invitations:
+            _unsent(invitation, exc)
+        return 0
+    sent = 0
+    try:
+        for invitation, link in invitations:
+            try:
+                sent += connection.send_messages([_message(invitation, link, connection)]) or 0
+            except Exception as exc:  # noqa: BLE001 - one refused address does not stop the others
+                _unsent(invitation, exc)
+    finally:
+        connection.close()
+    return sent
 
 
 def invitation_valid(token: str, *, now: dt.datetime | None = None) -> RosterInvitation | None:

@@ -22,7 +22,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
-from portal.accounts.invitations import invitation_create
+from portal.accounts.invitations import invitation_create, invitations_send
 from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Role, User
 from portal.accounts.services import enrollment_remove, enrollment_set
 from portal.errors import Conflict, InvalidInput
@@ -97,14 +97,19 @@ class RosterPlan:
         }
 
 
-def _decode(data: bytes | str) -> str:
-    if isinstance(data, str):
-        return data
-    if len(data) > settings.ROSTER_MAX_BYTES:
+def roster_size_check(size: int) -> None:
+    """A roster of `size` bytes is refused (InvalidInput) over ROSTER_MAX_BYTES: an upload is asked before it is
+    read, a text before it is parsed."""
+    if size > settings.ROSTER_MAX_BYTES:
         raise InvalidInput(
             f"The roster file is larger than {settings.ROSTER_MAX_BYTES // 1024} KiB; split the course's roster.",
             fields={"file": "too large"},
         )
+
+
+def _decode(data: bytes | str) -> str:
+    if isinstance(data, str):
+        return data
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -116,12 +121,8 @@ def _decode(data: bytes | str) -> str:
 
 def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]]:
     """Read a roster file into rows and the problems of its lines (each named by its line number)."""
+    roster_size_check(len(data) if isinstance(data, bytes) else len(data.encode()))
     text = _decode(data)
-    if len(text.encode()) > settings.ROSTER_MAX_BYTES:
-        raise InvalidInput(
-            f"The roster file is larger than {settings.ROSTER_MAX_BYTES // 1024} KiB; split the course's roster.",
-            fields={"file": "too large"},
-        )
     if "\x00" in text:
         return [], [RosterProblem(1, "the file holds NUL characters: it is not a CSV text file.")]
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -297,12 +298,16 @@ def _refuse_bad(plan: RosterPlan, fingerprint: str) -> None:
 
 def _apply(plan: RosterPlan, *, course: Course, by: User, link_base: str) -> None:
     # Every enrollment goes through enrollment_set (the one write; the place that records where it came from).
+    invited = []
     for row in plan.invite:
         user = User(username=row.username, email=row.email, first_name=row.first_name, last_name=row.last_name)
         user.set_unusable_password()
         user.save()
         enrollment_set(user=user, course=course, role=row.role, source=MembershipSource.ROSTER)
-        invitation_create(user=user, course=course, by=by, link_base=link_base)
+        invited.append(invitation_create(user=user, course=course, by=by, link_base=link_base, send=False))
+    if invited:
+        # Once committed, all of them over one SMTP connection.
+        transaction.on_commit(lambda: invitations_send(invited))
     names = [row.username for row in (*plan.add, *plan.change)] + [username for username, _ in plan.remove]
     users = {user.username: user for user in User.objects.filter(username__in=names)}
     for row in (*plan.add, *plan.change):

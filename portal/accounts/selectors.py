@@ -130,8 +130,7 @@ def courses_staffed_by(user: User | None) -> QuerySet[Course]:
         return Course.objects.none()
     if user.is_lab_admin:
         return Course.objects.all()
-    assisted = Enrollment.objects.filter(user_id=user.pk, role=CourseRole.ASSISTANT).values("course_id")
-    return Course.objects.filter(Q(teachers=user) | Q(pk__in=assisted)).distinct()
+    return Course.objects.filter(Q(teachers=user) | Q(pk__in=courses_assisted_by(user).values("pk"))).distinct()
 
 
 def courses_roster_managed_by(user: User | None) -> QuerySet[Course]:

@@ -78,7 +78,9 @@ def enrollment_set(
 ) -> tuple[Enrollment, bool]:
     """Enroll a person in a course as a student or a teaching assistant (or change which), the one write every path
     uses: the admin console's actions, rosters, the sign-in's groups, `user_upsert`. Returns the enrollment and
-    whether it changed. `source` is recorded on a new enrollment only: a place keeps the source that made it.
+    whether it changed. `source` is recorded on a new place and on a place whose role changes: whoever changes a
+    place owns it (an admin's or a roster's assistant is not taken back by the next sign-in's groups); a call that
+    changes nothing leaves the source as it is.
 
     A teaching assistant is a student-role person: teachers and admins teach through `Course.teachers`."""
     if role not in CourseRole.values:
@@ -90,8 +92,8 @@ def enrollment_set(
         user=user, course=course, defaults={"role": role, "source": source}
     )
     if not created and enrollment.role != role:
-        enrollment.role = role
-        enrollment.save(update_fields=["role"])
+        enrollment.role, enrollment.source = role, source
+        enrollment.save(update_fields=["role", "source"])
         return enrollment, True
     return enrollment, created
 
@@ -103,15 +105,19 @@ def enrollment_remove(*, user: User, course: Course) -> bool:
     return bool(deleted)
 
 
+TOKEN_LIFETIME_MAX_DAYS = 3650  # the longest lifetime one may ask for when the lab sets none (API_TOKEN_TTL_DAYS 0)
+
+
 def token_expiry(*, days: int | None, now: dt.datetime | None = None) -> dt.datetime | None:
     """When a token made now for `days` days expires: None (until revoked) only when API_TOKEN_TTL_DAYS is 0.
 
-    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput)."""
+    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput), and without a
+    default (0) more than TOKEN_LIFETIME_MAX_DAYS (ten years: far enough, and well short of the calendar's end)."""
     ttl = settings.API_TOKEN_TTL_DAYS
     if days is None:
         days = ttl or None
-    elif days < 1 or (ttl and days > ttl):
-        limit = f"between 1 and {ttl}" if ttl else "at least 1"
+    elif days < 1 or days > (ttl or TOKEN_LIFETIME_MAX_DAYS):
+        limit = f"between 1 and {ttl or TOKEN_LIFETIME_MAX_DAYS}"
         raise InvalidInput(f"A token's lifetime is {limit} days.", fields={"expires_in_days": f"{limit} days"})
     return None if days is None else (now or timezone.now()) + dt.timedelta(days=days)
 

@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
 from portal.accounts.selectors import courses_of, effective_quota, role_of
-from portal.accounts.services import token_create
+from portal.accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
 from portal.api.throttles import ClientIpThrottle
 from portal.web.lockout import locked_error
 
@@ -79,7 +79,7 @@ class TokenIn(serializers.Serializer):
         allow_null=True,
         default=None,
         min_value=1,
-        max_value=3650,
+        max_value=TOKEN_LIFETIME_MAX_DAYS,
         help_text="Days until it stops working; at most, and by default, the lab's API_TOKEN_TTL_DAYS.",
     )
 

@@ -53,7 +53,7 @@ def account(request: HttpRequest) -> HttpResponse:
         )
         return redirect("account")
     raw = request.POST.get("expires_in_days", "").strip()
-    if raw not in ("", "never") and not raw.isdigit():
+    if raw not in ("", "never") and not (raw.isascii() and raw.isdigit()):  # "²" is a digit to isdigit, not to int
         messages.error(request, "Choose how long the token works from the list.")
         return _page(request, status=400)
     days = None if raw in ("", "never") else int(raw)  # none: the lab's default (never only when TTL is 0)

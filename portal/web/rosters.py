@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from portal.accounts.invitations import invitation_accept, invitation_resend, invitation_valid
 from portal.accounts.models import User
-from portal.accounts.rosters import roster_commit, roster_export, roster_plan
+from portal.accounts.rosters import roster_commit, roster_export, roster_plan, roster_size_check
 from portal.accounts.selectors import roster_course_for, roster_of
 from portal.accounts.signin.backends import local_login_allows
 from portal.errors import Conflict, NotFound, PortalError
@@ -45,6 +45,7 @@ def roster_preview(request: HttpRequest, code: str) -> HttpResponse:
     if upload is None:
         return _page(request, course, error="Choose the roster file (CSV) to upload.", status=400)
     try:
+        roster_size_check(upload.size)  # before reading it into memory
         data = upload.read()
         plan = roster_plan(course=course, data=data)
     except PortalError as exc:

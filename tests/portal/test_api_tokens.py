@@ -196,10 +196,12 @@ def test_signing_in_does_not_revoke_the_tokens(api, client):
 # --- The account page ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
-def test_each_role_lists_makes_and_revokes_one_of_its_tokens_with_a_confirmation(api, client, role, settings):
+@pytest.mark.parametrize("role", ["student", "teacher", "admin", "assistant"])
+def test_each_role_lists_makes_and_revokes_one_of_its_tokens_with_a_confirmation(
+    api, client, role, settings, user_of_role
+):
     settings.API_TOKEN_TTL_DAYS = 90
-    user = UserFactory(username=f"{role}-1", role=role)
+    user = user_of_role(role)
     UserFactory(username="someone-else")
     client.force_login(user)
     assert "You have no API token." in client.get("/account/").content.decode()
@@ -239,6 +241,25 @@ def test_the_account_page_refuses_a_lifetime_over_the_limit(client, settings):
     refused = client.post("/account/", {"expires_in_days": "365"})
     assert refused.status_code == 400 and "between 1 and 30 days" in refused.content.decode()
     assert client.post("/account/", {"expires_in_days": "soon"}).status_code == 400
+    assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("ttl", "raw", "sentence"),
+    [
+        (30, "²", "Choose how long the token works from the list."),  # a digit to str.isdigit, not to int()
+        (30, "-1", "Choose how long the token works from the list."),
+        (0, "99999999999", "A token&#x27;s lifetime is between 1 and 3650 days."),  # no limit but the calendar's
+        (0, "3651", "A token&#x27;s lifetime is between 1 and 3650 days."),
+    ],
+)
+def test_the_account_page_refuses_a_lifetime_that_is_no_number_of_days_with_a_sentence(
+    client, settings, ttl, raw, sentence
+):
+    settings.API_TOKEN_TTL_DAYS = ttl
+    client.force_login(UserFactory())
+    refused = client.post("/account/", {"name": "x", "expires_in_days": raw})
+    assert refused.status_code == 400 and sentence in refused.content.decode()
     assert not ApiToken.objects.exists()
 
 

@@ -49,3 +49,21 @@ def test_a_roster_invites_by_smtp_and_the_link_signs_in_once(
     assert Client().login(username="zoe", password="zoes-new-pass-42")
     assert Client().get(path).status_code == 404  # once
     assert User.objects.get(username="yan").enrollments.get().role == "assistant"
+
+
+def test_a_roster_of_many_new_people_sends_their_invitations_over_one_connection(
+    smtp_server, django_capture_on_commit_callbacks
+):
+    from portal.accounts.rosters import roster_commit
+
+    ada = UserFactory(username="ada", role="teacher")
+    course = CourseFactory(code="DL-101")
+    course.teachers.add(ada)
+    roster = "username,email\n" + "".join(f"new{n},new{n}@uni.example\n" for n in range(5))
+    with django_capture_on_commit_callbacks(execute=True):
+        plan = roster_commit(course=course, by=ada, data=roster, link_base="https://gpulab.uni.example")
+    assert len(plan.invite) == 5
+
+    assert len(smtp_server.wait_for(5)) == 5
+    assert sorted(rcpts[0] for rcpts, _ in smtp_server.received) == [f"new{n}@uni.example" for n in range(5)]
+    assert smtp_server.connections == 1

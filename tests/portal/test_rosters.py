@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import re
 
 import pytest
 from django.core import mail
+from django.core.files.uploadhandler import MemoryFileUploadHandler
 from django.utils import timezone
 from django.utils.html import escape
 from rest_framework.test import APIClient
@@ -169,6 +171,29 @@ def test_a_file_too_large_is_refused(client, dl, settings):
     assert client.login(username="ada", password=PASSWORD)
     response = upload(client, "DL-101", "username\n" + "x\n" * 1000)
     assert response.status_code == 400 and "larger than 1 KiB" in response.content.decode()
+
+
+class Unread(io.BytesIO):
+    def read(self, *args):
+        raise AssertionError("the upload was read before its size was checked")
+
+
+class UnreadUploads(MemoryFileUploadHandler):
+    """Django's in-memory upload handler, whose files refuse to be read: a view may ask their size only."""
+
+    def file_complete(self, file_size):
+        uploaded = super().file_complete(file_size)
+        uploaded.file = Unread(uploaded.file.getvalue())
+        return uploaded
+
+
+def test_a_file_too_large_is_refused_by_its_size_before_it_is_read(client, dl, settings):
+    settings.ROSTER_MAX_BYTES = 1024
+    settings.FILE_UPLOAD_HANDLERS = [f"{__name__}.UnreadUploads"]
+    assert client.login(username="ada", password=PASSWORD)
+    response = upload(client, "DL-101", "username\n" + "x\n" * 1000)
+    assert response.status_code == 400 and "larger than 1 KiB" in response.content.decode()
+    assert roster_now(dl) == BEFORE
 
 
 def test_a_course_changed_since_the_preview_is_not_imported_blindly(client, dl):

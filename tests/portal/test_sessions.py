@@ -52,9 +52,9 @@ def signed_in(user) -> Client:
     return client
 
 
-@pytest.mark.parametrize("role", ["student", "teacher", "admin"])
-def test_sign_out_everywhere_ends_every_session_and_the_hubs_tokens_after_a_confirmation(role):
-    ada = UserFactory(username="ada", role=role)
+@pytest.mark.parametrize("role", ["student", "teacher", "admin", "assistant"])
+def test_sign_out_everywhere_ends_every_session_and_the_hubs_tokens_after_a_confirmation(role, user_of_role):
+    ada = user_of_role(role)
     laptop, phone, bob = signed_in(ada), signed_in(ada), signed_in(UserFactory(username="bob"))
     hub = hub_login(laptop).json()  # the hub signed ada in through the portal
     bobs_hub = hub_login(bob).json()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.accounts.models import Enrollment, MembershipSource, Role, RoleSource, TeachingSource
+from portal.accounts.models import CourseRole, Enrollment, MembershipSource, Role, RoleSource, TeachingSource
 from portal.accounts.signin.mapping import map_groups, parse_course_patterns, parse_role_groups
 from portal.accounts.signin.services import signin_groups_apply
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
@@ -142,6 +142,28 @@ def test_an_admin_changing_the_role_in_the_console_takes_it_over(client):
     assert response.status_code == 302, response.content.decode()[:2000]
     person.refresh_from_db()
     assert (person.role, person.role_source) == (Role.TEACHER, RoleSource.MANUAL)
+
+
+def test_a_place_the_groups_gave_and_an_admin_made_assistant_stays_at_the_next_sign_ins(client):
+    """Whoever changes a place owns it: the groups gave pat a student's place, an admin made it an assistant's in
+    the console; the next sign-ins, whether their groups name the course or not, leave the assistant's place be."""
+    pat = UserFactory(username="pat", role=Role.STUDENT, role_source=RoleSource.IDP)
+    dl101 = CourseFactory(code="DL-101", term="2026W")
+    signin_groups_apply(user=pat, groups=["course-dl101-2026w-students"])
+    place = Enrollment.objects.get(user=pat, course=dl101)
+    assert place.source == MembershipSource.IDP
+    client.force_login(UserFactory(username="root", role=Role.ADMIN))
+    response = client.post(
+        "/admin/accounts/enrollment/", {"action": "make_assistants", "_selected_action": [place.pk]}, follow=True
+    )
+    assert "1 enrollments changed: now teaching assistants" in response.content.decode()
+
+    for groups in (["course-dl101-2026w-students"], []):
+        changes = signin_groups_apply(user=pat, groups=groups)
+        assert changes.removed == [] and changes.added == []
+        assert list(pat.enrollments.values_list("course__code", "role", "source")) == [
+            ("DL-101", CourseRole.ASSISTANT, MembershipSource.MANUAL)
+        ]
 
 
 def test_a_course_part_the_portal_has_not_is_skipped(caplog):

@@ -255,3 +255,21 @@ def test_local_passwords_can_be_kept_for_staff_or_switched_off(client, idp, sett
     page = client.get("/login/").content.decode() if local_login == "off" else ""
     if local_login == "off":
         assert 'name="password"' not in page and "Sign in with Example University" in page
+
+
+def test_a_wrong_password_with_code_and_state_in_the_address_is_a_wrong_password(client, idp, caplog):
+    """A password sign-in whose address happens to carry ?code=&state= is not the IdP's callback: nothing is sent to
+    the IdP and each door gives its usual wrong-password answer."""
+    UserFactory(username="root", role=Role.ADMIN)
+    wrong = {"username": "root", "password": "not-the-password"}
+
+    with caplog.at_level("WARNING", logger="portal.signin"):
+        form = client.post("/login/?code=x&state=y", wrong)
+        admin = client.post("/admin/login/?code=x&state=y", wrong)
+        token = client.post("/api/v1/token/?code=x&state=y", wrong, content_type="application/json")
+
+    assert form.status_code == 400 and 'name="password"' in form.content.decode()
+    assert admin.status_code == 200 and "correct username and password" in admin.content.decode()
+    assert token.status_code == 401 and token.json()["detail"] == "Wrong username or password."
+    assert "_auth_user_id" not in client.session
+    assert "OIDC" not in caplog.text  # the token endpoint was never asked

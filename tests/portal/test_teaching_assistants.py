@@ -158,6 +158,17 @@ def test_an_assistant_writes_no_profiles_quotas_or_rosters(client, course):
     assert response.status_code == 403 and response.json()["code"] == "permission_denied"
 
 
+def test_an_assistant_posting_a_roster_of_their_course_gets_403_and_nothing_changes(course):
+    """Forbidden, not "no such course": the course is theirs to see, its roster not theirs to change."""
+    before = set(Enrollment.objects.values_list("user__username", "course__code", "role"))
+    tina = api_as("tina")
+    for path in ("/api/v1/courses/DL-101/roster/", "/api/v1/courses/DL-101/roster/preview/"):
+        response = tina.post(path, {"csv": "username\nbo\n"}, format="json")
+        assert response.status_code == 403, (path, response.json())
+        assert response.json()["code"] == "permission_denied" and response.json()["detail"] == ROSTERS_TEACHERS_ONLY
+    assert set(Enrollment.objects.values_list("user__username", "course__code", "role")) == before
+
+
 def test_a_student_gets_none_of_it(client, course):
     assert client.login(username="bo", password=PASSWORD)
     response = client.get("/notebooks/course/")
@@ -201,3 +212,47 @@ def test_the_admin_console_makes_a_teaching_assistant(client, course):
     assert "teaching assistants are students" in response.content.decode()
     ada_enrolled.refresh_from_db()
     assert ada_enrolled.role == CourseRole.STUDENT
+
+
+def test_the_user_page_of_the_console_shows_and_sets_a_teaching_assistants_place(client, course):
+    client.force_login(UserFactory(username="root", role="admin"))
+    cy = course["cy"]
+    place = Enrollment.objects.get(user=cy)
+    Enrollment.objects.filter(pk=place.pk).update(source="idp")  # the groups gave it
+    page = client.get(f"/admin/accounts/user/{cy.pk}/change/").content.decode()
+    assert 'name="enrollments-0-role"' in page
+
+    response = client.post(
+        f"/admin/accounts/user/{cy.pk}/change/",
+        {
+            "username": "cy",
+            "role": "student",
+            "role_source": "manual",
+            "first_name": "",
+            "last_name": "",
+            "email": cy.email,
+            "is_active": "on",
+            "last_login_0": "",
+            "last_login_1": "",
+            "quota-TOTAL_FORMS": "0",
+            "quota-INITIAL_FORMS": "0",
+            "enrollments-TOTAL_FORMS": "1",
+            "enrollments-INITIAL_FORMS": "1",
+            "enrollments-0-id": place.pk,
+            "enrollments-0-user": cy.pk,
+            "enrollments-0-course": course["dl"].pk,
+            "enrollments-0-role": "assistant",
+            "enrollments-0-source": "idp",
+            "external_identities-TOTAL_FORMS": "0",
+            "external_identities-INITIAL_FORMS": "0",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    place.refresh_from_db()
+    assert (place.role, place.source) == (CourseRole.ASSISTANT, "manual")  # the admin's now: the groups leave it
+
+
+def test_the_console_has_no_page_of_clear_text_drf_tokens(client):
+    client.force_login(UserFactory(username="root", role="admin"))
+    assert client.get("/admin/authtoken/tokenproxy/").status_code == 404
+    assert "authtoken" not in client.get("/admin/").content.decode()

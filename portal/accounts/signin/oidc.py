@@ -100,8 +100,12 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         return metadata
 
     def authenticate(self, request, **kwargs):
+        # Only the callback view calls without a password; a password sign-in whose address carries ?code=&state=
+        # is still a password sign-in, and its code must never be sent to the IdP.
+        if "password" in kwargs or "username" in kwargs:
+            return None
         if request is None or not oidc_enabled() or "code" not in request.GET or "state" not in request.GET:
-            return None  # a password sign-in, or no OIDC configured: not ours
+            return None  # no OIDC configured, or not the IdP's answer: not ours
         self.metadata = self._configure()
         try:
             return super().authenticate(request, **kwargs)
