@@ -3,14 +3,17 @@
 Run by Celery beat (`labs.tasks.budgets_check`, every BUDGETS_CHECK_INTERVAL_S) and right after a holder ends
 (labs.budgets.receivers). Each threshold told is a BudgetAlert row whose unique constraint (budget, period,
 threshold) decides which of two concurrent checks tells: the other's insert waits for the first to commit and then
-finds the row. The notices and the e-mail are sent inside that transaction, so an SMTP server that refuses leaves
-nothing recorded and the next check tries again.
+finds the row. The notices and the e-mails are sent inside that transaction, one e-mail per person: an address the
+SMTP server refuses costs that person their e-mail and the alert stands (a retry would mail the others again); only
+when nobody could be reached (the server is down, or refuses everyone) is nothing recorded, and the next check tries
+again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import smtplib
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -44,15 +47,34 @@ def alert_sentence(use: BudgetUse, threshold: int) -> str:
     return text
 
 
+class NobodyReached(Exception):
+    """Every e-mail of an alert was refused: the alert is not recorded, so the next check tries again."""
+
+
 def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
-    messages = [
-        EmailMessage(subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL, to=[person.email])
-        for person in recipients
-        if person.email
-    ]
-    if not messages:
+    """E-mail each person on their own, over one connection; how many were reached. Raises NobodyReached (or the
+    connection's error) when people with an address were due an e-mail and none could be reached."""
+    addressed = [person for person in recipients if person.email]
+    if not addressed:
         return 0
-    return get_connection(fail_silently=False).send_messages(messages) or 0
+    reached, refused = 0, []
+    with get_connection(fail_silently=False) as connection:  # a server that is down raises here: nobody reached
+        for person in addressed:
+            message = EmailMessage(
+                subject=subject,
+                body=body,
+                from_email=settings.DEFAULT_FROM_EMAIL,
+                to=[person.email],
+                connection=connection,
+            )
+            try:
+                reached += message.send(fail_silently=False)
+            except (smtplib.SMTPException, OSError) as exc:
+                log.warning("budget alert e-mail to %s (%s) failed: %s", person.username, person.email, exc)
+                refused.append(person.username)
+    if not reached:
+        raise NobodyReached(f"the mail server refused every recipient: {', '.join(refused)}")
+    return reached
 
 
 def _tell(use: BudgetUse, threshold: int) -> tuple[int, int]:

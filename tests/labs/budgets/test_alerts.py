@@ -132,6 +132,29 @@ def test_a_mail_server_that_refuses_leaves_nothing_recorded_and_the_next_check_t
         server.stop()
 
 
+def test_a_refused_address_costs_only_its_own_email_and_the_others_get_one(people, gpu, now, smtp_server):
+    budget = dl101_budget(people)
+    use(people, gpu, 6)
+    smtp_server.refuse.add("tess@lab.example")  # the admin (root) is mailed first, then the teacher is refused
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 1, "failed": 0}
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 0, "failed": 0}
+    assert subjects(smtp_server.to("root@lab.example")) == ["[GPU Lab] Budget “DL-101 winter term” at 50 %"]
+    assert not smtp_server.to("tess@lab.example") and len(smtp_server.messages) == 1
+    assert Notice.objects.filter(user=people["teacher"], text__contains="has reached 50 %").count() == 1
+    assert list(BudgetAlert.objects.filter(budget=budget).values_list("threshold", "notices", "emails")) == [(50, 2, 1)]
+
+
+def test_a_mail_server_that_refuses_everyone_leaves_nothing_recorded(people, gpu, now, smtp_server):
+    dl101_budget(people)
+    use(people, gpu, 6)
+    smtp_server.refuse.update({"tess@lab.example", "root@lab.example"})
+    assert budgets_check(now=now)["failed"] == 1
+    assert not BudgetAlert.objects.exists() and not Notice.objects.exists()
+    smtp_server.refuse.clear()
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 1, "failed": 0}
+    assert len(smtp_server.messages) == 2
+
+
 def test_work_that_ends_is_checked_at_once(people, gpu, now, smtp_server, django_capture_on_commit_callbacks):
     dl101_budget(people)
     entry = held(people["student"], gpu, course=people["course"], start=now - dt.timedelta(hours=6), hours=None)
