@@ -77,7 +77,9 @@ def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
     return reached
 
 
-def _tell(use: BudgetUse, threshold: int) -> tuple[int, int]:
+def _tell(use: BudgetUse, threshold: int, *, now: dt.datetime) -> tuple[int, int]:
+    if use.budget.price_per_kwh is not None:  # the check reads no energy (a telemetry join); the sentence's cost does
+        use = budget_use(use.budget, now=now)
     text = alert_sentence(use, threshold)
     people = alert_recipients(use.budget)
     level = NoticeLevel.WARNING if threshold >= 80 else NoticeLevel.INFO
@@ -98,7 +100,7 @@ def _alert_once(use: BudgetUse, threshold: int, *, now: dt.datetime, tell: bool)
             defaults={"used_gpu_hours": use.used_gpu_hours, "sent_at": now},
         )
         if created and tell:
-            alert.notices, alert.emails = _tell(use, threshold)
+            alert.notices, alert.emails = _tell(use, threshold, now=now)
             alert.save(update_fields=["notices", "emails"])
     return created
 
@@ -106,7 +108,7 @@ def _alert_once(use: BudgetUse, threshold: int, *, now: dt.datetime, tell: bool)
 def budget_check(budget: Budget, *, now: dt.datetime) -> int:
     """Tell the thresholds this budget crossed in its period and has not told yet. When several are crossed at once
     (a long job ended), only the highest is told; the lower ones are recorded as passed."""
-    use = budget_use(budget, now=now)
+    use = budget_use(budget, now=now, with_energy=False)
     if use.period is None:
         return 0
     told = 0

@@ -9,10 +9,11 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from labs.budgets.alerts import budgets_check
 from labs.ledger import Ref, allocations_close
-from labs.models import Budget, BudgetAlert
+from labs.models import Budget, BudgetAlert, GpuMinute
 from portal.accounts.models import Notice
 from tests.labs.budgets.conftest import held, local
 from tests.mail import SmtpServer
@@ -79,6 +80,22 @@ def test_each_threshold_arrives_once_as_a_notice_and_an_email(people, gpu, now, 
         (80, 2),
         (100, 2),
     ]
+
+
+def test_the_check_reads_energy_only_for_an_alert_it_tells(people, gpu, now, smtp_server):
+    dl101_budget(people, price_per_gpu_hour=Decimal("1.00"), price_per_kwh=Decimal("0.50"))
+    start = local("2026-11-17 08:00")
+    use(people, gpu, 1, day=17)  # 10 % (no alert), 08:00 to 09:00 on the 17th
+    for minute in range(60):
+        GpuMinute.objects.create(gpu=gpu, minute=start + dt.timedelta(minutes=minute), samples=60, power_avg_w=600)
+    telemetry = GpuMinute._meta.db_table
+    with CaptureQueriesContext(connection) as quiet:
+        assert budgets_check(now=now)["alerts"] == 0
+    assert not [query for query in quiet.captured_queries if telemetry in query["sql"]]
+    use(people, gpu, 5)  # 60 %: told, with the energy in its cost
+    assert budgets_check(now=now)["alerts"] == 1
+    body = smtp_server.to("tess@lab.example")[0].get_content()
+    assert "6.0 of 10.0 GPU-hours" in body and "Cost so far: 6.30 EUR." in body  # 6 GPU-h + 0.6 kWh at 0.50
 
 
 def test_a_jump_past_several_thresholds_tells_the_highest_only(people, gpu, now, smtp_server):
