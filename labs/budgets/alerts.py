@@ -115,7 +115,7 @@ def budget_check(budget: Budget, *, now: dt.datetime) -> int:
     already = set(
         BudgetAlert.objects.filter(budget=budget, period_start=use.period.first_day).values_list("threshold", flat=True)
     )
-    crossed = [threshold for threshold in thresholds_of(budget) if use.pct >= threshold and threshold not in already]
+    crossed = [threshold for threshold in thresholds_of(budget) if use.reached(threshold) and threshold not in already]
     for position, threshold in enumerate(sorted(crossed, reverse=True)):
         if _alert_once(use, threshold, now=now, tell=position == 0):
             told += position == 0

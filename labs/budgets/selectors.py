@@ -54,6 +54,10 @@ class BudgetUse:
     def pct(self) -> Decimal:
         return (self.used_gpu_hours * HUNDRED / self.budget.gpu_hours).quantize(Decimal("0.1"))
 
+    def reached(self, threshold: int) -> bool:
+        """Whether the use is at `threshold` % or past it, unrounded: 999.96 of 1000 is not 100 % (nor blocked)."""
+        return self.used_gpu_hours * HUNDRED >= threshold * self.budget.gpu_hours
+
     @property
     def exhausted(self) -> bool:
         return self.period is not None and self.used_gpu_hours >= self.budget.gpu_hours

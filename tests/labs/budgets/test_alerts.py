@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from labs.budgets.alerts import budgets_check
+from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close
 from labs.models import Budget, BudgetAlert, GpuMinute
 from portal.accounts.models import Notice
@@ -96,6 +97,19 @@ def test_the_check_reads_energy_only_for_an_alert_it_tells(people, gpu, now, smt
     assert budgets_check(now=now)["alerts"] == 1
     body = smtp_server.to("tess@lab.example")[0].get_content()
     assert "6.0 of 10.0 GPU-hours" in body and "Cost so far: 6.30 EUR." in body  # 6 GPU-h + 0.6 kWh at 0.50
+
+
+def test_just_under_100_percent_is_not_told_as_100_while_work_still_starts(people, gpu, now, smtp_server):
+    budget = dl101_budget(people, gpu_hours=Decimal("1000"), thresholds="100")
+    start = local("2026-10-02 00:00").astimezone(dt.UTC)  # in UTC: 999.96 hours of real time across the DST change
+    held(people["student"], gpu, course=people["course"], start=start, hours=999.96)
+    budgets_guard(user=people["student"], course=people["course"], now=now)  # not refused: 0.04 GPU-hours left
+    assert budgets_check(now=now)["alerts"] == 0
+    assert not smtp_server.messages and not BudgetAlert.objects.exists()
+    held(people["student"], gpu, course=people["course"], start=local("2026-11-17 08:00"), hours=0.04)  # 1000.00
+    assert budgets_check(now=now)["alerts"] == 1
+    assert subjects(smtp_server.to("tess@lab.example")) == ["[GPU Lab] Budget “DL-101 winter term” at 100 %"]
+    assert list(BudgetAlert.objects.filter(budget=budget).values_list("threshold", flat=True)) == [100]
 
 
 def test_a_jump_past_several_thresholds_tells_the_highest_only(people, gpu, now, smtp_server):
