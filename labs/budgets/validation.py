@@ -46,6 +46,16 @@ def _decimal(value: Any) -> Decimal | None:
     return number
 
 
+def budget_fill_days(budget: Any, *, today: dt.date) -> None:
+    """The days a budget takes when they were not given (the console and the API alike): a course's term budget its
+    course's term; a monthly budget the first of this month."""
+    if getattr(budget, "course_id", None) is not None and budget.period == "term":
+        budget.starts_on = budget.starts_on or budget.course.term_start
+        budget.ends_on = budget.ends_on or budget.course.term_end
+    if budget.period == "month" and budget.starts_on is None:
+        budget.starts_on = today.replace(day=1)
+
+
 def budget_problems(budget: Any) -> dict[str, str]:
     """What is wrong with a budget (a model instance or anything with its attributes), field by field."""
     problems: dict[str, str] = {}

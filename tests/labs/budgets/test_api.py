@@ -216,3 +216,23 @@ def test_the_admin_console_lists_budgets_with_their_use_and_refuses_bad_amounts(
     assert response.status_code == 302
     good = Budget.objects.get(name="Good")
     assert (good.starts_on, good.ends_on) == (dt.date(2026, 10, 1), dt.date(2027, 1, 31))  # the course's term
+
+
+def test_a_monthly_budget_without_a_first_day_starts_this_month_in_the_api_and_the_console(people, client, now):
+    body = {"user": "ada", "period": "month", "gpu_hours": "20"}
+    response = api_for(people["admin"]).post(URL, body, format="json")
+    assert response.status_code == 201, response.json()
+    assert (response.json()["starts_on"], response.json()["ends_on"]) == ("2026-11-01", None)
+    assert client.login(username="root", password=PASSWORD)
+    response = client.post(
+        "/admin/labs/budget/add/",
+        {
+            "name": "Tess monthly",
+            "user": people["teacher"].pk,
+            "period": "month",
+            "gpu_hours": "30",
+            "on_exceed": "warn",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Budget.objects.get(name="Tess monthly").starts_on == dt.date(2026, 11, 1)
