@@ -10,7 +10,15 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.models import Job
-from labs.models import Budget, NotebookProfile, NotebookSession
+from labs.models import (
+    Budget,
+    Node,
+    NotebookProfile,
+    NotebookSession,
+    Reservation,
+    ReservationNode,
+    ReservationStatus,
+)
 from portal.accounts.models import Notice
 from portal.accounts.services import token_issue
 from tests.factories import PASSWORD
@@ -105,6 +113,28 @@ def test_a_blocking_budget_refuses_a_job_of_its_course_in_the_api_and_the_previe
     preview = client.post("/api/v1/jobs/preview/", {**JOB, "course": "DL-101"}, format="json")
     assert preview.status_code == 200 and SENTENCE in str(preview.json())
     assert client.post("/api/v1/jobs/", JOB, format="json").status_code == 201  # not the course's work
+
+
+def test_a_teachers_job_in_the_courses_reservation_counts_for_the_course_without_naming_it(lab_ready, now):
+    course_budget(lab_ready, "block")
+    tess = lab_ready["teacher"]
+    reservation = Reservation.objects.create(
+        owner=tess,
+        created_by=tess,
+        course=lab_ready["course"],
+        title="DL-101 lab session",
+        starts_at=now - dt.timedelta(minutes=5),
+        ends_at=now + dt.timedelta(hours=2),
+        status=ReservationStatus.APPROVED,
+    )
+    node = Node.objects.order_by("pk").first()
+    ReservationNode.objects.create(
+        reservation=reservation, node=node, starts_at=reservation.starts_at, ends_at=reservation.ends_at
+    )
+    response = api_for(tess).post("/api/v1/jobs/", {**JOB, "reservation": reservation.pk}, format="json")
+    assert response.status_code == 403, response.json()
+    assert response.json()["detail"] == SENTENCE and response.json()["limit"] == "budget_gpu_hours"
+    assert not Job.objects.exists()
 
 
 def test_a_persons_blocking_budget_refuses_their_jobs_on_the_page(lab_ready, client, now):
