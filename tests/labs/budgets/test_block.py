@@ -20,6 +20,7 @@ from labs.models import (
     ReservationStatus,
 )
 from portal.accounts.models import Notice
+from portal.accounts.selectors import effective_quota
 from portal.accounts.services import token_issue
 from tests.factories import PASSWORD
 from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
@@ -171,3 +172,16 @@ def test_warn_only_lets_work_through_and_tells_the_person_once(lab_ready):
         "The budget “DL-101 winter term” is used up (10.5 of 10.0 GPU-hours from 2026-10-01 to 2027-01-31); your"
         " work still starts, but please tell your teacher or an admin."
     )
+
+
+def test_a_notebook_refused_for_another_reason_tells_nothing_of_a_warn_only_budget(lab_ready, now):
+    course_budget(lab_ready, "warn")
+    ada = lab_ready["student"]
+    profile = NotebookProfile.objects.get(slug="dl101")
+    for number in range(effective_quota(ada).max_notebooks):  # she already runs as many as she may
+        NotebookSession.objects.create(
+            user=ada, profile=profile, status="ready", hub_user=f"ada-{number}", requested_at=now
+        )
+    response = api_for(ada).post("/api/v1/notebooks/", {"profile": "dl101"}, format="json")
+    assert response.status_code == 403 and response.json()["limit"] == "max_notebooks"
+    assert not Notice.objects.filter(user=ada).exists()
