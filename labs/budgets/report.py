@@ -21,7 +21,8 @@ from labs.budgets.selectors import WORK_KINDS, budgets_use
 from labs.ledger import gpu_hours, gpu_hours_by_course, gpu_hours_by_user, week_start
 from labs.models import Allocation
 from labs.models.budgets import Budget, UsageReportSent
-from portal.accounts.models import Course, Role, User
+from portal.accounts.models import Course, User
+from portal.accounts.selectors import lab_admins
 
 log = logging.getLogger(__name__)
 TOP = 10
@@ -107,7 +108,8 @@ def report_recipients(start: dt.datetime, end: dt.datetime) -> QuerySet[User]:
     """Admins, and teachers of a course in term that week; with an address and the report not turned off."""
     teachers = _courses_of_week(start, end).values("teachers")
     people = User.objects.filter(is_active=True, usage_report_email=True).exclude(email="")
-    return people.filter(Q(role=Role.ADMIN) | Q(is_superuser=True) | Q(pk__in=teachers)).distinct().order_by("pk")
+    admins = lab_admins().values("pk")
+    return people.filter(Q(pk__in=admins) | Q(pk__in=teachers)).distinct().order_by("pk")
 
 
 def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:

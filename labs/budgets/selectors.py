@@ -24,7 +24,7 @@ from labs.ledger import gpu_hours, gpu_hours_by_course, week_start
 from labs.models import Allocation, AllocationKind, GpuMinute
 from labs.models.budgets import Budget, BudgetAction
 from portal.accounts.models import Course, User
-from portal.accounts.selectors import courses_in_term
+from portal.accounts.selectors import courses_in_term, lab_admins
 from portal.errors import NotFound
 
 HUNDRED = Decimal(100)
@@ -169,7 +169,7 @@ def alert_recipients(budget: Budget) -> list[User]:
     """Who hears of a budget's thresholds: a course's teachers, or the person; and the lab's admins."""
     people = User.objects.filter(is_active=True)
     scope = Q(courses_taught=budget.course_id) if budget.course_id else Q(pk=budget.user_id)
-    return list(people.filter(scope | Q(role="admin") | Q(is_superuser=True)).distinct().order_by("username"))
+    return list(people.filter(scope | Q(pk__in=lab_admins().values("pk"))).distinct().order_by("username"))
 
 
 # --- For /metrics (labs/metrics.py): a few grouped queries per scrape ---------------------------------------------
