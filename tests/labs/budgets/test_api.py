@@ -7,10 +7,11 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from labs.models import Budget
+from labs.models import Allocation, Budget
 from portal.accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, UserFactory
 from tests.labs.budgets.conftest import held, local
@@ -216,6 +217,15 @@ def test_the_admin_console_lists_budgets_with_their_use_and_refuses_bad_amounts(
     assert response.status_code == 302
     good = Budget.objects.get(name="Good")
     assert (good.starts_on, good.ends_on) == (dt.date(2026, 10, 1), dt.date(2027, 1, 31))  # the course's term
+
+
+def test_the_admin_console_reads_each_budgets_use_once_for_its_columns(people, budgets, client, now):
+    assert client.login(username="root", password=PASSWORD)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/admin/labs/budget/")
+    assert page.status_code == 200 and "0.0 GPU-h (0.0 %)" in page.content.decode()
+    ledger = [query for query in queries.captured_queries if Allocation._meta.db_table in query["sql"]]
+    assert len(ledger) == len(budgets)  # one reading of the ledger per row, for "used" and "cost" together
 
 
 def test_a_monthly_budget_without_a_first_day_starts_this_month_in_the_api_and_the_console(people, client, now):
