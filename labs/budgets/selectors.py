@@ -156,8 +156,8 @@ def budgets_applying(*, user: User, course: Course | None) -> QuerySet[Budget]:
 
 def budgets_over(*, user: User, course: Course | None, now: dt.datetime) -> list[BudgetUse]:
     """Those of `budgets_applying` used up in their current period, blocking ones first."""
-    over = [use for use in budgets_use(budgets_applying(user=user, course=course), now=now, with_energy=False)]
-    over = [use for use in over if use.exhausted]
+    uses = budgets_use(budgets_applying(user=user, course=course), now=now, with_energy=False)
+    over = [use for use in uses if use.exhausted]
     return sorted(over, key=lambda use: (use.budget.on_exceed != BudgetAction.BLOCK, use.budget.pk))
 
 

@@ -67,7 +67,7 @@ def _apply(budget: Budget, changes: dict[str, Any]) -> None:
             budget.thresholds = ",".join(str(value) for value in parse_thresholds(budget.thresholds))
     problems = budget_problems(budget)
     if problems:
-        field, why = next(iter(problems.items()))
+        why = next(iter(problems.values()))
         raise InvalidInput(f"The budget cannot be saved: {why}", fields=problems)
 
 
