@@ -25,7 +25,7 @@ def parse_thresholds(text: str) -> list[int]:
         raise ValueError("Give percentages separated by commas, e.g. 50,80,100.")
     values = []
     for part in parts:
-        if not part.isdigit():
+        if not (part.isascii() and part.isdigit()):  # "²" and "٣" are digits to Python, not to int()
             raise ValueError(f"“{part[:20]}” is not a whole percentage; use e.g. 50,80,100.")
         value = int(part)
         if not 1 <= value <= MAX_THRESHOLD_PCT:

@@ -156,6 +156,8 @@ def test_an_admin_sets_a_course_budget_for_its_term_changes_and_deletes_it(peopl
         ({"price_per_kwh": "250"}, "price_per_kwh", "At most 100"),
         ({"thresholds": "50,eighty"}, "thresholds", "“eighty” is not a whole percentage"),
         ({"thresholds": "0,50"}, "thresholds", "Each percentage must be between 1 and 1000"),
+        ({"thresholds": "50,8²"}, "thresholds", "“8²” is not a whole percentage; use e.g. 50,80,100."),
+        ({"thresholds": "٥٠"}, "thresholds", "“٥٠” is not a whole percentage; use e.g. 50,80,100."),
         ({"starts_on": "2026-12-01", "ends_on": "2026-11-01"}, "ends_on", "The budget cannot end before it starts."),
         ({"user": "ada"}, "course", "A budget is for one course or for one person"),
         ({"course": None}, "course", "A budget is for one course or for one person"),
