@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from labs.models import Allocation, Budget
 from portal.accounts.services import token_issue
-from tests.factories import PASSWORD, CourseFactory, UserFactory
+from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.labs.budgets.conftest import held, local
 
 pytestmark = pytest.mark.django_db
@@ -108,6 +108,18 @@ def test_each_role_sees_what_selectors_allow(people, budgets, gpu, now, who, see
     }
 
 
+def test_a_teaching_assistant_sees_the_assisted_courses_budgets_only(people, budgets):
+    tara = UserFactory(username="tara", role="student")
+    EnrollmentFactory(user=tara, course=people["course"], role="assistant")
+    client = api_for(tara)
+    response = client.get(URL)
+    assert response.status_code == 200 and [row["name"] for row in response.json()] == ["DL-101 term"]
+    assert client.get(f"{URL}{budgets['course'].pk}/").status_code == 200
+    for hidden in ("ada", "other_course", "tess"):  # a student's, another course's, the teacher's own
+        assert client.get(f"{URL}{budgets[hidden].pk}/").status_code == 404
+    assert client.patch(f"{URL}{budgets['course'].pk}/", {"gpu_hours": "1"}, format="json").status_code == 403
+
+
 @pytest.mark.parametrize(("who", "budget"), [("student", "bob"), ("student", "other_course"), ("teacher", "ada")])
 def test_a_budget_the_caller_may_not_see_is_404(people, budgets, who, budget):
     response = api_for(people[who]).get(f"{URL}{budgets[budget].pk}/")
@@ -176,6 +188,38 @@ def test_bad_budgets_are_a_400_naming_the_field_and_nothing_is_saved(people, now
     if sentence:
         assert sentence in " ".join(answer["fields"][field])
     assert not Budget.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "sentence"),
+    [
+        ({"course": "DL-101", "gpu_hours": ["10"]}, "gpu_hours", "A valid number is required."),
+        ({"course": {"code": "DL-101"}, "gpu_hours": "10"}, "course", "Not a valid string."),
+        ({"course": "DL-101", "gpu_hours": "10", "starts_on": "2026-02-30"}, "starts_on", "Date has wrong format."),
+        ({"course": "DL-101"}, "gpu_hours", "This field is required."),
+    ],
+)
+def test_malformed_budgets_are_a_400_naming_the_field_and_nothing_is_saved(people, now, body, field, sentence):
+    response = api_for(people["admin"]).post(URL, body, format="json")
+    assert response.status_code == 400, response.json()
+    answer = response.json()
+    assert answer["code"] == "invalid" and sentence in " ".join(answer["fields"][field])
+    assert not Budget.objects.exists()
+
+
+def test_a_change_that_is_not_an_object_or_to_no_budget_is_refused_and_nothing_changes(people, budgets):
+    client = api_for(people["admin"])
+    budget = budgets["course"]
+    response = client.patch(f"{URL}{budget.pk}/", [{"gpu_hours": "1"}], format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["code"] == "invalid" and "Expected a dictionary, but got list" in str(response.json())
+    assert Budget.objects.get(pk=budget.pk).gpu_hours == Decimal("100")
+    for huge in (2**31, 2**63, 10**30):
+        response = client.patch(f"{URL}{huge}/", {"gpu_hours": "1"}, format="json")
+        assert response.status_code == 404 and response.json()["code"] == "not_found", huge
+        assert client.get(f"{URL}{huge}/").status_code == 404
+        assert client.delete(f"{URL}{huge}/").status_code == 404
+    assert Budget.objects.count() == len(budgets)
 
 
 def test_a_bad_change_is_refused_and_the_budget_stays_as_it_was(people, budgets):
