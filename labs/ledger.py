@@ -195,19 +195,25 @@ def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.
     return total.quantize(Decimal("0.01"))
 
 
-def gpu_hours_by_user(user_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
-    """GPU-hours of notebooks and jobs per person within [start, end), in one query (reservations are not use)."""
-    user_ids = list(user_ids)
+def _gpu_hours_by(key: str, ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
+    """GPU-hours of notebooks and jobs within [start, end) per value of `key` ("user_id", "course_id") among `ids`,
+    in one query; every id gets a total, 0 when it used nothing (reservations are not use)."""
+    ids = list(ids)
     overlapping = (
-        Allocation.objects.filter(user_id__in=user_ids, starts_at__lt=end)
+        Allocation.objects.filter(**{f"{key}__in": ids}, starts_at__lt=end)
         .exclude(ends_at__lte=start)
         .exclude(kind=AllocationKind.RESERVATION)
     )
-    totals: dict[int, Decimal] = dict.fromkeys(user_ids, Decimal(0))
-    for row in overlapping.values("user_id", "share").annotate(held=Sum(_held(start, end))):
+    totals: dict[int, Decimal] = dict.fromkeys(ids, Decimal(0))
+    for row in overlapping.values(key, "share").annotate(held=Sum(_held(start, end))):
         if row["held"]:
-            totals[row["user_id"]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
-    return {user_id: total.quantize(Decimal("0.01")) for user_id, total in totals.items()}
+            totals[row[key]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
+    return {pk: total.quantize(Decimal("0.01")) for pk, total in totals.items()}
+
+
+def gpu_hours_by_user(user_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
+    """GPU-hours of notebooks and jobs per person within [start, end), in one query (reservations are not use)."""
+    return _gpu_hours_by("user_id", user_ids, start=start, end=end)
 
 
 def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:
@@ -225,14 +231,4 @@ def week_gpu_hours_by_user(user_ids: Iterable[int], *, now: dt.datetime | None =
 def gpu_hours_by_course(course_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
     """GPU-hours of notebooks and jobs counted for each course within [start, end), in one query (the ledger's
     `course`: the course a session or job counted for; reservations are not use)."""
-    course_ids = list(course_ids)
-    overlapping = (
-        Allocation.objects.filter(course_id__in=course_ids, starts_at__lt=end)
-        .exclude(ends_at__lte=start)
-        .exclude(kind=AllocationKind.RESERVATION)
-    )
-    totals: dict[int, Decimal] = dict.fromkeys(course_ids, Decimal(0))
-    for row in overlapping.values("course_id", "share").annotate(held=Sum(_held(start, end))):
-        if row["held"]:
-            totals[row["course_id"]] += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
-    return {course_id: total.quantize(Decimal("0.01")) for course_id, total in totals.items()}
+    return _gpu_hours_by("course_id", course_ids, start=start, end=end)

@@ -22,13 +22,12 @@ from collections.abc import Callable
 
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from labs.ledger import Ref, allocations_close
 from labs.ledger_check import FINISHED_OPEN, NO_HOLDER, holder_kind, holder_violations, share_violations
 from labs.models import Allocation
-from portal.accounts.models import Role, User
+from portal.accounts.selectors import lab_admins
 from portal.accounts.services import notice_send
 from portal.errors import BackendError
 
@@ -150,7 +149,7 @@ def close_orphans(*, now: dt.datetime, dry_run: bool = False) -> list[Action]:
 def alert_over_share(*, now: dt.datetime, dry_run: bool = False) -> list[Action]:
     """A GPU held more than once: tell the admins (once per GPU and start), log it, and leave the rows as they are."""
     actions = []
-    admins = list(User.objects.filter(Q(role=Role.ADMIN) | Q(is_superuser=True), is_active=True))
+    admins = list(lab_admins())
     for violation in share_violations(since=now - SHARE_LOOKBACK):
         ref = f"ledger:over:{violation.gpu}:{int(violation.at.timestamp())}"[:80]
         text = f"Ledger check: {violation.sentence} Nothing was changed; see `manage.py check_ledger`."

@@ -1,7 +1,8 @@
 """A real SMTP server on loopback (aiosmtpd) that keeps what it receives: the e-mail tests read what arrived.
 
 `smtp_server` (tests/conftest.py) starts one on a free port of 127.0.0.1, points Django's SMTP backend at it and
-stops it after the test.
+stops it after the test. Addresses added to `smtp_server.refuse` are refused at RCPT TO (550), as a server refuses
+an unknown mailbox.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ class _Keep:
     def __init__(self, server: SmtpServer) -> None:
         self.server = server
 
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):  # noqa: N802 - aiosmtpd's hook
+        with self.server.lock:
+            if address in self.server.refuse:
+                return "550 5.1.1 No such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
         message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
         with self.server.lock:
@@ -45,6 +53,7 @@ class SmtpServer:
         self.lock = threading.Lock()
         self.received: list[tuple[list[str], EmailMessage]] = []
         self.sessions: list[object] = []  # the SMTP session each message came in, in order
+        self.refuse: set[str] = set()
         self.controller = Controller(_Keep(self), hostname="127.0.0.1", port=self.port)
 
     def start(self) -> SmtpServer:

@@ -60,9 +60,9 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
             used=float(used),
             allowed=float(limits.gpu_hours_week),
         )
-    # A budget it counts against (the person's, its course's), used up and set to block, refuses it.
-    course = request.course or (request.reservation.course if request.reservation else None)
-    budgets_guard(user=user, course=course, now=now, tell=tell)
+    # A budget it counts against (the person's, its course's: validate_request takes a course reservation's course
+    # when none was named), used up and set to block, refuses it.
+    budgets_guard(user=user, course=request.course, now=now, tell=tell)
 
 
 def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:

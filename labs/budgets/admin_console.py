@@ -9,8 +9,15 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 
-from labs.budgets.selectors import budget_use
+from labs.budgets.selectors import BudgetUse, budget_use
 from labs.models.budgets import Budget
+
+
+def _use(obj: Budget) -> BudgetUse:
+    """The row's use, read once for its two columns (the list calls each column with the same row)."""
+    if not hasattr(obj, "_use"):
+        obj._use = budget_use(obj)
+    return obj._use
 
 
 class BudgetAdmin(admin.ModelAdmin):
@@ -34,14 +41,14 @@ class BudgetAdmin(admin.ModelAdmin):
 
     @admin.display(description="used this period")
     def used(self, obj: Budget) -> str:
-        use = budget_use(obj, with_energy=False)
+        use = _use(obj)
         if use.period is None:
             return "not in force"
         return f"{use.used_gpu_hours:,.1f} GPU-h ({use.pct} %)"
 
     @admin.display(description=f"cost ({settings.USAGE_CURRENCY})")
     def cost(self, obj: Budget) -> str:
-        use = budget_use(obj)
+        use = _use(obj)
         return "—" if use.cost is None else f"{use.cost:,.2f}"
 
 

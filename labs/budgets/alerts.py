@@ -3,14 +3,17 @@
 Run by Celery beat (`labs.tasks.budgets_check`, every BUDGETS_CHECK_INTERVAL_S) and right after a holder ends
 (labs.budgets.receivers). Each threshold told is a BudgetAlert row whose unique constraint (budget, period,
 threshold) decides which of two concurrent checks tells: the other's insert waits for the first to commit and then
-finds the row. The notices and the e-mail are sent inside that transaction, so an SMTP server that refuses leaves
-nothing recorded and the next check tries again.
+finds the row. The notices and the e-mails are sent inside that transaction, one e-mail per person: an address the
+SMTP server refuses costs that person their e-mail and the alert stands (a retry would mail the others again); only
+when nobody could be reached (the server is down, or refuses everyone) is nothing recorded, and the next check tries
+again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import smtplib
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -44,18 +47,39 @@ def alert_sentence(use: BudgetUse, threshold: int) -> str:
     return text
 
 
+class NobodyReached(Exception):
+    """Every e-mail of an alert was refused: the alert is not recorded, so the next check tries again."""
+
+
 def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
-    messages = [
-        EmailMessage(subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL, to=[person.email])
-        for person in recipients
-        if person.email
-    ]
-    if not messages:
+    """E-mail each person on their own, over one connection; how many were reached. Raises NobodyReached (or the
+    connection's error) when people with an address were due an e-mail and none could be reached."""
+    addressed = [person for person in recipients if person.email]
+    if not addressed:
         return 0
-    return get_connection(fail_silently=False).send_messages(messages) or 0
+    reached, refused = 0, []
+    with get_connection(fail_silently=False) as connection:  # a server that is down raises here: nobody reached
+        for person in addressed:
+            message = EmailMessage(
+                subject=subject,
+                body=body,
+                from_email=settings.DEFAULT_FROM_EMAIL,
+                to=[person.email],
+                connection=connection,
+            )
+            try:
+                reached += message.send(fail_silently=False)
+            except (smtplib.SMTPException, OSError) as exc:
+                log.warning("budget alert e-mail to %s (%s) failed: %s", person.username, person.email, exc)
+                refused.append(person.username)
+    if not reached:
+        raise NobodyReached(f"the mail server refused every recipient: {', '.join(refused)}")
+    return reached
 
 
-def _tell(use: BudgetUse, threshold: int) -> tuple[int, int]:
+def _tell(use: BudgetUse, threshold: int, *, now: dt.datetime) -> tuple[int, int]:
+    if use.budget.price_per_kwh is not None:  # the check reads no energy (a telemetry join); the sentence's cost does
+        use = budget_use(use.budget, now=now)
     text = alert_sentence(use, threshold)
     people = alert_recipients(use.budget)
     level = NoticeLevel.WARNING if threshold >= 80 else NoticeLevel.INFO
@@ -76,7 +100,7 @@ def _alert_once(use: BudgetUse, threshold: int, *, now: dt.datetime, tell: bool)
             defaults={"used_gpu_hours": use.used_gpu_hours, "sent_at": now},
         )
         if created and tell:
-            alert.notices, alert.emails = _tell(use, threshold)
+            alert.notices, alert.emails = _tell(use, threshold, now=now)
             alert.save(update_fields=["notices", "emails"])
     return created
 
@@ -84,14 +108,14 @@ def _alert_once(use: BudgetUse, threshold: int, *, now: dt.datetime, tell: bool)
 def budget_check(budget: Budget, *, now: dt.datetime) -> int:
     """Tell the thresholds this budget crossed in its period and has not told yet. When several are crossed at once
     (a long job ended), only the highest is told; the lower ones are recorded as passed."""
-    use = budget_use(budget, now=now)
+    use = budget_use(budget, now=now, with_energy=False)
     if use.period is None:
         return 0
     told = 0
     already = set(
         BudgetAlert.objects.filter(budget=budget, period_start=use.period.first_day).values_list("threshold", flat=True)
     )
-    crossed = [threshold for threshold in thresholds_of(budget) if use.pct >= threshold and threshold not in already]
+    crossed = [threshold for threshold in thresholds_of(budget) if use.reached(threshold) and threshold not in already]
     for position, threshold in enumerate(sorted(crossed, reverse=True)):
         if _alert_once(use, threshold, now=now, tell=position == 0):
             told += position == 0

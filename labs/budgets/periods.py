@@ -50,8 +50,8 @@ def period_of(*, period: str, starts_on: dt.date, ends_on: dt.date | None, now: 
     if period == "month":
         first, last = _month_of(today)
         first, last = max(first, starts_on), min(last, ends_on) if ends_on else last
-    else:
-        first, last = starts_on, ends_on or today
+    else:  # a term budget always has its last day (budget_term_has_an_end, budget_problems)
+        first, last = starts_on, ends_on
     return Period(first, last, _midnight(first), _midnight(last + dt.timedelta(days=1)))
 
 

@@ -18,10 +18,11 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from labs.budgets.selectors import WORK_KINDS, budgets_use
-from labs.ledger import gpu_hours, gpu_hours_by_user, week_start
+from labs.ledger import gpu_hours, gpu_hours_by_course, gpu_hours_by_user, week_start
 from labs.models import Allocation
 from labs.models.budgets import Budget, UsageReportSent
-from portal.accounts.models import Course, Role, User
+from portal.accounts.models import Course, User
+from portal.accounts.selectors import lab_admins
 
 log = logging.getLogger(__name__)
 TOP = 10
@@ -70,7 +71,19 @@ def _budget_lines(budgets: QuerySet[Budget], now: dt.datetime) -> list[str]:
     return lines
 
 
-def report_text(person: User, *, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> str:
+def lab_lines(*, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> list[str]:
+    """The admins' part: the lab, each course in term, every budget. The same for every admin: built once a run."""
+    courses = list(_courses_of_week(start, end))
+    hours = gpu_hours_by_course([course.pk for course in courses], start=start, end=end)
+    lines = [f"The lab: {gpu_hours(_work(), start=start, end=end):,.1f} GPU-hours of notebooks and jobs."]
+    lines += [f"  {course.code}: {hours[course.pk]:,.1f} GPU-hours" for course in courses]
+    return lines + _budget_lines(Budget.objects.select_related("course", "user"), now)
+
+
+def report_text(
+    person: User, *, start: dt.datetime, end: dt.datetime, now: dt.datetime, lab: list[str] | None = None
+) -> str:
+    """One person's summary; `lab`: the admins' part when already built (lab_lines)."""
     local_start, local_end = timezone.localtime(start), timezone.localtime(end) - dt.timedelta(days=1)
     lines = [
         f"Hello {person.get_full_name() or person.username},",
@@ -79,11 +92,7 @@ def report_text(person: User, *, start: dt.datetime, end: dt.datetime, now: dt.d
         "",
     ]
     if person.is_lab_admin:
-        lines.append(f"The lab: {gpu_hours(_work(), start=start, end=end):,.1f} GPU-hours of notebooks and jobs.")
-        for course in _courses_of_week(start, end):
-            total = gpu_hours(_work().filter(course=course), start=start, end=end)
-            lines.append(f"  {course.code}: {total:,.1f} GPU-hours")
-        lines += _budget_lines(Budget.objects.select_related("course", "user"), now)
+        lines += lab if lab is not None else lab_lines(start=start, end=end, now=now)
     else:
         courses = _courses_of_week(start, end).filter(teachers=person)
         for course in courses:
@@ -99,7 +108,8 @@ def report_recipients(start: dt.datetime, end: dt.datetime) -> QuerySet[User]:
     """Admins, and teachers of a course in term that week; with an address and the report not turned off."""
     teachers = _courses_of_week(start, end).values("teachers")
     people = User.objects.filter(is_active=True, usage_report_email=True).exclude(email="")
-    return people.filter(Q(role=Role.ADMIN) | Q(is_superuser=True) | Q(pk__in=teachers)).distinct().order_by("pk")
+    admins = lab_admins().values("pk")
+    return people.filter(Q(pk__in=admins) | Q(pk__in=teachers)).distinct().order_by("pk")
 
 
 def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
@@ -110,6 +120,7 @@ def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
     if week is None:
         return report
     start, end = week
+    lab = None
     for person in report_recipients(start, end):
         try:
             with transaction.atomic():
@@ -118,9 +129,11 @@ def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
                 )
                 if not created:
                     continue
+                if person.is_lab_admin and lab is None:
+                    lab = lab_lines(start=start, end=end, now=now)
                 EmailMessage(
                     subject=f"[{settings.LAB_NAME}] GPU usage, week of {timezone.localtime(start):%Y-%m-%d}",
-                    body=report_text(person, start=start, end=end, now=now),
+                    body=report_text(person, start=start, end=end, now=now, lab=lab),
                     from_email=settings.DEFAULT_FROM_EMAIL,
                     to=[person.email],
                 ).send(fail_silently=False)

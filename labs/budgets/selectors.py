@@ -24,7 +24,7 @@ from labs.ledger import gpu_hours, gpu_hours_by_course, week_start
 from labs.models import Allocation, AllocationKind, GpuMinute
 from labs.models.budgets import Budget, BudgetAction
 from portal.accounts.models import Course, User
-from portal.accounts.selectors import courses_in_term
+from portal.accounts.selectors import courses_in_term, lab_admins
 from portal.errors import NotFound
 
 HUNDRED = Decimal(100)
@@ -53,6 +53,10 @@ class BudgetUse:
     @property
     def pct(self) -> Decimal:
         return (self.used_gpu_hours * HUNDRED / self.budget.gpu_hours).quantize(Decimal("0.1"))
+
+    def reached(self, threshold: int) -> bool:
+        """Whether the use is at `threshold` % or past it, unrounded: 999.96 of 1000 is not 100 % (nor blocked)."""
+        return self.used_gpu_hours * HUNDRED >= threshold * self.budget.gpu_hours
 
     @property
     def exhausted(self) -> bool:
@@ -152,8 +156,8 @@ def budgets_applying(*, user: User, course: Course | None) -> QuerySet[Budget]:
 
 def budgets_over(*, user: User, course: Course | None, now: dt.datetime) -> list[BudgetUse]:
     """Those of `budgets_applying` used up in their current period, blocking ones first."""
-    over = [use for use in budgets_use(budgets_applying(user=user, course=course), now=now, with_energy=False)]
-    over = [use for use in over if use.exhausted]
+    uses = budgets_use(budgets_applying(user=user, course=course), now=now, with_energy=False)
+    over = [use for use in uses if use.exhausted]
     return sorted(over, key=lambda use: (use.budget.on_exceed != BudgetAction.BLOCK, use.budget.pk))
 
 
@@ -165,7 +169,7 @@ def alert_recipients(budget: Budget) -> list[User]:
     """Who hears of a budget's thresholds: a course's teachers, or the person; and the lab's admins."""
     people = User.objects.filter(is_active=True)
     scope = Q(courses_taught=budget.course_id) if budget.course_id else Q(pk=budget.user_id)
-    return list(people.filter(scope | Q(role="admin") | Q(is_superuser=True)).distinct().order_by("username"))
+    return list(people.filter(scope | Q(pk__in=lab_admins().values("pk"))).distinct().order_by("username"))
 
 
 # --- For /metrics (labs/metrics.py): a few grouped queries per scrape ---------------------------------------------

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from labs.budgets.selectors import budgets_over, who_raises
-from labs.budgets.validation import budget_problems, parse_thresholds
+from labs.budgets.validation import budget_fill_days, budget_problems, parse_thresholds
 from labs.models.budgets import Budget, BudgetAction, BudgetPeriod
 from portal.accounts.models import Course, NoticeLevel, User
 from portal.accounts.permissions import budget_exhausted_sentence, refuse_over_budget, require_admin
@@ -59,12 +59,7 @@ def _apply(budget: Budget, changes: dict[str, Any]) -> None:
         if field in ("price_per_gpu_hour", "price_per_kwh", "ends_on") and value == "":
             value = None
         setattr(budget, field, value)
-    if budget.course_id and budget.period == BudgetPeriod.TERM:
-        # A course's term budget takes the course's term unless its days were given.
-        budget.starts_on = budget.starts_on or budget.course.term_start
-        budget.ends_on = budget.ends_on or budget.course.term_end
-    if budget.period == BudgetPeriod.MONTH and budget.starts_on is None:
-        budget.starts_on = timezone.localdate().replace(day=1)
+    budget_fill_days(budget, today=timezone.localdate())
     if not (budget.name or "").strip():
         budget.name = _default_name(budget)
     if budget.thresholds:
@@ -72,7 +67,7 @@ def _apply(budget: Budget, changes: dict[str, Any]) -> None:
             budget.thresholds = ",".join(str(value) for value in parse_thresholds(budget.thresholds))
     problems = budget_problems(budget)
     if problems:
-        field, why = next(iter(problems.items()))
+        why = next(iter(problems.values()))
         raise InvalidInput(f"The budget cannot be saved: {why}", fields=problems)
 
 

@@ -25,7 +25,7 @@ def parse_thresholds(text: str) -> list[int]:
         raise ValueError("Give percentages separated by commas, e.g. 50,80,100.")
     values = []
     for part in parts:
-        if not part.isdigit():
+        if not (part.isascii() and part.isdigit()):  # "²" and "٣" are digits to Python, not to int()
             raise ValueError(f"“{part[:20]}” is not a whole percentage; use e.g. 50,80,100.")
         value = int(part)
         if not 1 <= value <= MAX_THRESHOLD_PCT:
@@ -44,6 +44,16 @@ def _decimal(value: Any) -> Decimal | None:
     except (InvalidOperation, ValueError):
         return Decimal("NaN")
     return number
+
+
+def budget_fill_days(budget: Any, *, today: dt.date) -> None:
+    """The days a budget takes when they were not given (the console and the API alike): a course's term budget its
+    course's term; a monthly budget the first of this month."""
+    if getattr(budget, "course_id", None) is not None and budget.period == "term":
+        budget.starts_on = budget.starts_on or budget.course.term_start
+        budget.ends_on = budget.ends_on or budget.course.term_end
+    if budget.period == "month" and budget.starts_on is None:
+        budget.starts_on = today.replace(day=1)
 
 
 def budget_problems(budget: Any) -> dict[str, str]:

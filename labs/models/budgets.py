@@ -12,11 +12,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 from labs.budgets.validation import (
     MAX_BUDGET_GPU_HOURS,
     MAX_PRICE_PER_GPU_HOUR,
     MAX_PRICE_PER_KWH,
+    budget_fill_days,
     budget_problems,
 )
 
@@ -116,10 +118,7 @@ class Budget(models.Model):
         return f"course {self.course.code}" if self.course_id else f"user {self.user.username}"
 
     def clean(self) -> None:
-        if self.course_id and self.period == BudgetPeriod.TERM:
-            # A course's term budget takes the course's term unless its days were given.
-            self.starts_on = self.starts_on or self.course.term_start
-            self.ends_on = self.ends_on or self.course.term_end
+        budget_fill_days(self, today=timezone.localdate())
         problems = budget_problems(self)
         if problems:
             raise ValidationError(problems)

@@ -89,8 +89,6 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
             allowed=float(quota.gpu_hours_week),
         )
     course = _course_for(user, chosen)
-    # A budget it counts against, used up and set to block, refuses it (warn-only ones tell the person).
-    budgets_guard(user=user, course=course, now=now)
     with transaction.atomic():
         # One request at a time per person: twenty parallel presses leave exactly as many sessions as allowed.
         User.objects.select_for_update().filter(pk=user.pk).first()
@@ -103,6 +101,9 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
                 used=running,
                 allowed=quota.max_notebooks,
             )
+        # Last, as for jobs: a budget it counts against, used up and set to block, refuses it; a warn-only one tells
+        # the person, only of a start that goes ahead.
+        budgets_guard(user=user, course=course, now=now)
         session = NotebookSession.objects.create(
             user=user,
             profile=chosen,

@@ -10,7 +10,6 @@ import uuid
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from labs.ledger import Ref, allocations_close
@@ -22,7 +21,7 @@ from labs.reservations.wording import when
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import effective_quota
+from portal.accounts.selectors import effective_quota, lab_admins
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput
 
@@ -184,7 +183,7 @@ def _weekly_windows(
 
 
 def _tell_admins_pending(reservation: Reservation, count: int) -> None:
-    for admin in User.objects.filter(Q(role="admin") | Q(is_superuser=True), is_active=True):
+    for admin in lab_admins():
         notice_send(
             user=admin,
             text=f"{reservation.owner} asks for {count} nodes ({reservation.title}, {when(reservation.starts_at)}):"

@@ -179,6 +179,11 @@ def may_look_after(user: User, owner_id: int) -> bool:
     return students_assisted_by(user).filter(pk=owner_id).exists()
 
 
+def lab_admins() -> QuerySet[User]:
+    """The lab's admins (role admin, or a superuser) whose accounts are active: who is told what admins decide."""
+    return User.objects.filter(Q(role=Role.ADMIN) | Q(is_superuser=True), is_active=True)
+
+
 def role_of(user: User) -> str:
     """The role whose policy applies: a superuser counts as an admin."""
     return Role.ADMIN if user.is_lab_admin else user.role

@@ -9,10 +9,12 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from labs.budgets.alerts import budgets_check
+from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close
-from labs.models import Budget, BudgetAlert
+from labs.models import Budget, BudgetAlert, GpuMinute
 from portal.accounts.models import Notice
 from tests.labs.budgets.conftest import held, local
 from tests.mail import SmtpServer
@@ -81,6 +83,35 @@ def test_each_threshold_arrives_once_as_a_notice_and_an_email(people, gpu, now, 
     ]
 
 
+def test_the_check_reads_energy_only_for_an_alert_it_tells(people, gpu, now, smtp_server):
+    dl101_budget(people, price_per_gpu_hour=Decimal("1.00"), price_per_kwh=Decimal("0.50"))
+    start = local("2026-11-17 08:00")
+    use(people, gpu, 1, day=17)  # 10 % (no alert), 08:00 to 09:00 on the 17th
+    for minute in range(60):
+        GpuMinute.objects.create(gpu=gpu, minute=start + dt.timedelta(minutes=minute), samples=60, power_avg_w=600)
+    telemetry = GpuMinute._meta.db_table
+    with CaptureQueriesContext(connection) as quiet:
+        assert budgets_check(now=now)["alerts"] == 0
+    assert not [query for query in quiet.captured_queries if telemetry in query["sql"]]
+    use(people, gpu, 5)  # 60 %: told, with the energy in its cost
+    assert budgets_check(now=now)["alerts"] == 1
+    body = smtp_server.to("tess@lab.example")[0].get_content()
+    assert "6.0 of 10.0 GPU-hours" in body and "Cost so far: 6.30 EUR." in body  # 6 GPU-h + 0.6 kWh at 0.50
+
+
+def test_just_under_100_percent_is_not_told_as_100_while_work_still_starts(people, gpu, now, smtp_server):
+    budget = dl101_budget(people, gpu_hours=Decimal("1000"), thresholds="100")
+    start = local("2026-10-02 00:00").astimezone(dt.UTC)  # in UTC: 999.96 hours of real time across the DST change
+    held(people["student"], gpu, course=people["course"], start=start, hours=999.96)
+    budgets_guard(user=people["student"], course=people["course"], now=now)  # not refused: 0.04 GPU-hours left
+    assert budgets_check(now=now)["alerts"] == 0
+    assert not smtp_server.messages and not BudgetAlert.objects.exists()
+    held(people["student"], gpu, course=people["course"], start=local("2026-11-17 08:00"), hours=0.04)  # 1000.00
+    assert budgets_check(now=now)["alerts"] == 1
+    assert subjects(smtp_server.to("tess@lab.example")) == ["[GPU Lab] Budget “DL-101 winter term” at 100 %"]
+    assert list(BudgetAlert.objects.filter(budget=budget).values_list("threshold", flat=True)) == [100]
+
+
 def test_a_jump_past_several_thresholds_tells_the_highest_only(people, gpu, now, smtp_server):
     dl101_budget(people)
     use(people, gpu, 9)  # 90 %: past 50 and 80 at once
@@ -130,6 +161,29 @@ def test_a_mail_server_that_refuses_leaves_nothing_recorded_and_the_next_check_t
         assert len(server.messages) == 2 and Notice.objects.count() == 2
     finally:
         server.stop()
+
+
+def test_a_refused_address_costs_only_its_own_email_and_the_others_get_one(people, gpu, now, smtp_server):
+    budget = dl101_budget(people)
+    use(people, gpu, 6)
+    smtp_server.refuse.add("tess@lab.example")  # the admin (root) is mailed first, then the teacher is refused
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 1, "failed": 0}
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 0, "failed": 0}
+    assert subjects(smtp_server.to("root@lab.example")) == ["[GPU Lab] Budget “DL-101 winter term” at 50 %"]
+    assert not smtp_server.to("tess@lab.example") and len(smtp_server.messages) == 1
+    assert Notice.objects.filter(user=people["teacher"], text__contains="has reached 50 %").count() == 1
+    assert list(BudgetAlert.objects.filter(budget=budget).values_list("threshold", "notices", "emails")) == [(50, 2, 1)]
+
+
+def test_a_mail_server_that_refuses_everyone_leaves_nothing_recorded(people, gpu, now, smtp_server):
+    dl101_budget(people)
+    use(people, gpu, 6)
+    smtp_server.refuse.update({"tess@lab.example", "root@lab.example"})
+    assert budgets_check(now=now)["failed"] == 1
+    assert not BudgetAlert.objects.exists() and not Notice.objects.exists()
+    smtp_server.refuse.clear()
+    assert budgets_check(now=now) == {"budgets": 1, "alerts": 1, "failed": 0}
+    assert len(smtp_server.messages) == 2
 
 
 def test_work_that_ends_is_checked_at_once(people, gpu, now, smtp_server, django_capture_on_commit_callbacks):

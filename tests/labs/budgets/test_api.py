@@ -7,12 +7,13 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from labs.models import Budget
+from labs.models import Allocation, Budget
 from portal.accounts.services import token_issue
-from tests.factories import PASSWORD, CourseFactory, UserFactory
+from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.labs.budgets.conftest import held, local
 
 pytestmark = pytest.mark.django_db
@@ -107,6 +108,18 @@ def test_each_role_sees_what_selectors_allow(people, budgets, gpu, now, who, see
     }
 
 
+def test_a_teaching_assistant_sees_the_assisted_courses_budgets_only(people, budgets):
+    tara = UserFactory(username="tara", role="student")
+    EnrollmentFactory(user=tara, course=people["course"], role="assistant")
+    client = api_for(tara)
+    response = client.get(URL)
+    assert response.status_code == 200 and [row["name"] for row in response.json()] == ["DL-101 term"]
+    assert client.get(f"{URL}{budgets['course'].pk}/").status_code == 200
+    for hidden in ("ada", "other_course", "tess"):  # a student's, another course's, the teacher's own
+        assert client.get(f"{URL}{budgets[hidden].pk}/").status_code == 404
+    assert client.patch(f"{URL}{budgets['course'].pk}/", {"gpu_hours": "1"}, format="json").status_code == 403
+
+
 @pytest.mark.parametrize(("who", "budget"), [("student", "bob"), ("student", "other_course"), ("teacher", "ada")])
 def test_a_budget_the_caller_may_not_see_is_404(people, budgets, who, budget):
     response = api_for(people[who]).get(f"{URL}{budgets[budget].pk}/")
@@ -155,6 +168,8 @@ def test_an_admin_sets_a_course_budget_for_its_term_changes_and_deletes_it(peopl
         ({"price_per_kwh": "250"}, "price_per_kwh", "At most 100"),
         ({"thresholds": "50,eighty"}, "thresholds", "“eighty” is not a whole percentage"),
         ({"thresholds": "0,50"}, "thresholds", "Each percentage must be between 1 and 1000"),
+        ({"thresholds": "50,8²"}, "thresholds", "“8²” is not a whole percentage; use e.g. 50,80,100."),
+        ({"thresholds": "٥٠"}, "thresholds", "“٥٠” is not a whole percentage; use e.g. 50,80,100."),
         ({"starts_on": "2026-12-01", "ends_on": "2026-11-01"}, "ends_on", "The budget cannot end before it starts."),
         ({"user": "ada"}, "course", "A budget is for one course or for one person"),
         ({"course": None}, "course", "A budget is for one course or for one person"),
@@ -173,6 +188,38 @@ def test_bad_budgets_are_a_400_naming_the_field_and_nothing_is_saved(people, now
     if sentence:
         assert sentence in " ".join(answer["fields"][field])
     assert not Budget.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "sentence"),
+    [
+        ({"course": "DL-101", "gpu_hours": ["10"]}, "gpu_hours", "A valid number is required."),
+        ({"course": {"code": "DL-101"}, "gpu_hours": "10"}, "course", "Not a valid string."),
+        ({"course": "DL-101", "gpu_hours": "10", "starts_on": "2026-02-30"}, "starts_on", "Date has wrong format."),
+        ({"course": "DL-101"}, "gpu_hours", "This field is required."),
+    ],
+)
+def test_malformed_budgets_are_a_400_naming_the_field_and_nothing_is_saved(people, now, body, field, sentence):
+    response = api_for(people["admin"]).post(URL, body, format="json")
+    assert response.status_code == 400, response.json()
+    answer = response.json()
+    assert answer["code"] == "invalid" and sentence in " ".join(answer["fields"][field])
+    assert not Budget.objects.exists()
+
+
+def test_a_change_that_is_not_an_object_or_to_no_budget_is_refused_and_nothing_changes(people, budgets):
+    client = api_for(people["admin"])
+    budget = budgets["course"]
+    response = client.patch(f"{URL}{budget.pk}/", [{"gpu_hours": "1"}], format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["code"] == "invalid" and "Expected a dictionary, but got list" in str(response.json())
+    assert Budget.objects.get(pk=budget.pk).gpu_hours == Decimal("100")
+    for huge in (2**31, 2**63, 10**30):
+        response = client.patch(f"{URL}{huge}/", {"gpu_hours": "1"}, format="json")
+        assert response.status_code == 404 and response.json()["code"] == "not_found", huge
+        assert client.get(f"{URL}{huge}/").status_code == 404
+        assert client.delete(f"{URL}{huge}/").status_code == 404
+    assert Budget.objects.count() == len(budgets)
 
 
 def test_a_bad_change_is_refused_and_the_budget_stays_as_it_was(people, budgets):
@@ -216,3 +263,32 @@ def test_the_admin_console_lists_budgets_with_their_use_and_refuses_bad_amounts(
     assert response.status_code == 302
     good = Budget.objects.get(name="Good")
     assert (good.starts_on, good.ends_on) == (dt.date(2026, 10, 1), dt.date(2027, 1, 31))  # the course's term
+
+
+def test_the_admin_console_reads_each_budgets_use_once_for_its_columns(people, budgets, client, now):
+    assert client.login(username="root", password=PASSWORD)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/admin/labs/budget/")
+    assert page.status_code == 200 and "0.0 GPU-h (0.0 %)" in page.content.decode()
+    ledger = [query for query in queries.captured_queries if Allocation._meta.db_table in query["sql"]]
+    assert len(ledger) == len(budgets)  # one reading of the ledger per row, for "used" and "cost" together
+
+
+def test_a_monthly_budget_without_a_first_day_starts_this_month_in_the_api_and_the_console(people, client, now):
+    body = {"user": "ada", "period": "month", "gpu_hours": "20"}
+    response = api_for(people["admin"]).post(URL, body, format="json")
+    assert response.status_code == 201, response.json()
+    assert (response.json()["starts_on"], response.json()["ends_on"]) == ("2026-11-01", None)
+    assert client.login(username="root", password=PASSWORD)
+    response = client.post(
+        "/admin/labs/budget/add/",
+        {
+            "name": "Tess monthly",
+            "user": people["teacher"].pk,
+            "period": "month",
+            "gpu_hours": "30",
+            "on_exceed": "warn",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Budget.objects.get(name="Tess monthly").starts_on == dt.date(2026, 11, 1)

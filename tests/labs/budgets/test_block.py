@@ -10,8 +10,17 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.models import Job
-from labs.models import Budget, NotebookProfile, NotebookSession
+from labs.models import (
+    Budget,
+    Node,
+    NotebookProfile,
+    NotebookSession,
+    Reservation,
+    ReservationNode,
+    ReservationStatus,
+)
 from portal.accounts.models import Notice
+from portal.accounts.selectors import effective_quota
 from portal.accounts.services import token_issue
 from tests.factories import PASSWORD
 from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
@@ -107,6 +116,28 @@ def test_a_blocking_budget_refuses_a_job_of_its_course_in_the_api_and_the_previe
     assert client.post("/api/v1/jobs/", JOB, format="json").status_code == 201  # not the course's work
 
 
+def test_a_teachers_job_in_the_courses_reservation_counts_for_the_course_without_naming_it(lab_ready, now):
+    course_budget(lab_ready, "block")
+    tess = lab_ready["teacher"]
+    reservation = Reservation.objects.create(
+        owner=tess,
+        created_by=tess,
+        course=lab_ready["course"],
+        title="DL-101 lab session",
+        starts_at=now - dt.timedelta(minutes=5),
+        ends_at=now + dt.timedelta(hours=2),
+        status=ReservationStatus.APPROVED,
+    )
+    node = Node.objects.order_by("pk").first()
+    ReservationNode.objects.create(
+        reservation=reservation, node=node, starts_at=reservation.starts_at, ends_at=reservation.ends_at
+    )
+    response = api_for(tess).post("/api/v1/jobs/", {**JOB, "reservation": reservation.pk}, format="json")
+    assert response.status_code == 403, response.json()
+    assert response.json()["detail"] == SENTENCE and response.json()["limit"] == "budget_gpu_hours"
+    assert not Job.objects.exists()
+
+
 def test_a_persons_blocking_budget_refuses_their_jobs_on_the_page(lab_ready, client, now):
     ada = lab_ready["student"]
     Budget.objects.create(
@@ -141,3 +172,16 @@ def test_warn_only_lets_work_through_and_tells_the_person_once(lab_ready):
         "The budget “DL-101 winter term” is used up (10.5 of 10.0 GPU-hours from 2026-10-01 to 2027-01-31); your"
         " work still starts, but please tell your teacher or an admin."
     )
+
+
+def test_a_notebook_refused_for_another_reason_tells_nothing_of_a_warn_only_budget(lab_ready, now):
+    course_budget(lab_ready, "warn")
+    ada = lab_ready["student"]
+    profile = NotebookProfile.objects.get(slug="dl101")
+    for number in range(effective_quota(ada).max_notebooks):  # she already runs as many as she may
+        NotebookSession.objects.create(
+            user=ada, profile=profile, status="ready", hub_user=f"ada-{number}", requested_at=now
+        )
+    response = api_for(ada).post("/api/v1/notebooks/", {"profile": "dl101"}, format="json")
+    assert response.status_code == 403 and response.json()["limit"] == "max_notebooks"
+    assert not Notice.objects.filter(user=ada).exists()

@@ -8,9 +8,11 @@ from decimal import Decimal
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from labs.budgets.report import usage_weekly_report
-from labs.models import Budget, UsageReportSent
+from labs.models import Allocation, Budget, UsageReportSent
 from tests.factories import PASSWORD, CourseFactory, UserFactory
 from tests.labs.budgets.conftest import held, local
 
@@ -50,6 +52,22 @@ def test_teachers_and_admins_get_last_weeks_summary_once(people, week, smtp_serv
     assert "  DL-101: 3.0 GPU-hours" in admin_mail.get_content()
     assert not smtp_server.to("ada@lab.example") and not smtp_server.to(quiet.email)
     assert UsageReportSent.objects.count() == 2
+
+
+def test_the_lab_part_is_read_once_a_run_however_many_admins_and_courses(people, week, smtp_server):
+    def ledger_reads() -> int:
+        UsageReportSent.objects.all().delete()
+        with CaptureQueriesContext(connection) as queries:
+            usage_weekly_report(now=week)
+        return sum(Allocation._meta.db_table in query["sql"] for query in queries.captured_queries)
+
+    alone = ledger_reads()
+    for number in range(2):
+        UserFactory(username=f"admin{number}", role="admin", email=f"admin{number}@lab.example")
+        CourseFactory(code=f"ML-{number}", term_start=dt.date(2026, 10, 1), term_end=dt.date(2027, 1, 31))
+    assert ledger_reads() == alone
+    bodies = [mail.get_content() for mail in smtp_server.to("admin1@lab.example")]
+    assert "  DL-101: 3.0 GPU-hours" in bodies[0] and "  ML-1: 0.0 GPU-hours" in bodies[0]
 
 
 def test_nothing_goes_out_before_the_report_hour_on_monday(people, gpu, frozen_now, smtp_server):
