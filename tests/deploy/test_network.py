@@ -99,7 +99,8 @@ def expected(pods: list) -> set:
         ("job", "job", 29500, "TCP"),
         ("job", "internet", 443, "TCP"),
         ("telemetry", "node", 9400, "TCP"),
-        ("worker", "smtp", 587, "TCP"),
+        ("web", "smtp", 587, "TCP"),  # roster invitations
+        ("worker", "smtp", 587, "TCP"),  # budget alerts, the weekly summary
     }
     flows |= {(name, "postgresql", 5432, "TCP") for name in PORTAL_DB_USERS}
     flows |= {(name, "redis", 6379, "TCP") for name in PORTAL_REDIS_USERS}
