@@ -5,7 +5,8 @@ pages never filter by role themselves. Asking for what one may not see is a NotF
 another student), never an empty answer that would say it exists; a student asking for a course at all is refused.
 
 A course's usage is its ledger entries (booked to the course) and, for entries booked to no course, those of its
-enrolled students: a student of two courses counts in both when their work named neither.
+enrolled students (not its teaching assistants): a student of two courses counts in both when their work named
+neither. Course staff see their courses' students, never the other assistants.
 """
 
 from __future__ import annotations
@@ -21,31 +22,34 @@ from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by
+from portal.accounts.selectors import courses_staffed_by, students_of
 from portal.errors import NotFound, NotPermitted
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
 
 
 def _students_of(courses: QuerySet[Course]) -> QuerySet[User]:
-    return User.objects.filter(enrollments__course__in=courses).values("pk")
+    return students_of(courses).values("pk")
 
 
-def _people_filter(viewer: User, *, user_field: str, course_field: str) -> Q:
+def _people_filter(viewer: User, *, user_field: str, course_field: str | None = None) -> Q:
+    """Whose usage the viewer sees: their own; for teachers and teaching assistants also their courses' students
+    (not the other assistants) and, with `course_field`, the work booked to their courses; admins everyone's."""
     if viewer.is_lab_admin:
         return Q()
-    if looks_after_courses(viewer):  # teachers and teaching assistants: their courses' people too
-        staffed = courses_staffed_by(viewer)
-        return (
-            Q(**{user_field: viewer.pk})
-            | Q(**{f"{course_field}__in": staffed})
-            | Q(**{f"{user_field}__in": _students_of(staffed)})
-        )
-    return Q(**{user_field: viewer.pk})
+    own = Q(**{user_field: viewer.pk})
+    if not looks_after_courses(viewer):
+        return own
+    staffed = courses_staffed_by(viewer)
+    visible = own | Q(**{f"{user_field}__in": _students_of(staffed)})
+    if course_field is not None:
+        visible |= Q(**{f"{course_field}__in": staffed})
+    return visible
 
 
 def _counted_for(course: Course) -> Q:
-    """The one rule of a course's usage: work booked to it, and its enrolled students' work booked to no course."""
+    """The one rule of a course's usage: work booked to it, and its students' work booked to no course (an
+    assistant's own unbooked work is theirs, not the course's)."""
     return Q(course=course) | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=course.pk)))
 
 
@@ -71,7 +75,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
     if username:
         candidates = User.objects.filter(username=username)
         if not viewer.is_lab_admin:
-            candidates = candidates.filter(_people_filter(viewer, user_field="pk", course_field="enrollments__course"))
+            candidates = candidates.filter(_people_filter(viewer, user_field="pk"))
         person = candidates.distinct().first()
         if person is None:
             raise NotFound("No such person among the ones whose usage you may see.")

@@ -118,3 +118,25 @@ def test_efficiency_rows_by_role(now, lab, known):
     csv_body = client_of(lab.teacher).get("/api/v1/usage/efficiency/", window(known, format="csv"))
     assert len(csv_rows(csv_body)) == len(taught)
     assert client_of(lab.alice).get("/api/v1/usage/efficiency/", {"user": "carol"}).status_code == 404
+
+
+def test_a_teaching_assistant_sees_the_students_and_not_another_assistant(now, lab, known):
+    from tests.factories import EnrollmentFactory
+    from tests.labs.usage.conftest import HOUR, entry
+
+    tara, tom = UserFactory(username="tara"), UserFactory(username="tom")
+    for assistant in (tara, tom):
+        EnrollmentFactory(user=assistant, course=lab.course, role="assistant")
+    entry(tom, lab.gpus[1], known["start"] + 2 * HOUR, known["start"] + 4 * HOUR)  # his own work, booked to no course
+    assistant = client_of(tara)
+    response = assistant.get("/api/v1/usage/", window(known, user="tom"))
+    assert response.status_code == 404 and "tom" not in response.content.decode()
+    assert assistant.get("/api/v1/usage/", window(known, user="alice")).status_code == 200
+    by_user = assistant.get("/api/v1/usage/", window(known, group_by="user")).json()
+    assert {row["key"] for row in by_user["rows"]} == {"alice", "bob"}
+    course = assistant.get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
+    assert {row["key"] for row in course["rows"]} == {"alice", "bob"}
+    assert course["total_gpu_seconds"] == pytest.approx(known["alice"] + known["bob"])
+    teacher = client_of(lab.teacher).get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
+    assert {row["key"] for row in teacher["rows"]} == {"alice", "bob"}
+    assert client_of(lab.teacher).get("/api/v1/usage/", window(known, user="tom")).status_code == 404

@@ -181,3 +181,14 @@ def test_the_course_page_without_dates_shows_the_term_so_far_and_its_csv_agrees(
     until_monday = client.get("/usage/courses/", {"course": "DL-101", "to": "2026-03-08"}).content.decode()
     assert 'role="alert"' not in until_monday and 'name="from" value="2026-02-01"' in until_monday
     assert total_on(until_monday) == pytest.approx(2 + 10, abs=0.01)  # alice's 2 h before Monday, bob's 10 h
+
+
+def test_the_course_students_table_lists_students_not_assistants(now, lab, known):
+    from tests.factories import EnrollmentFactory
+
+    EnrollmentFactory(user=UserFactory(username="tom"), course=lab.course, role="assistant")
+    download = signed_in(lab.teacher).get(
+        "/usage/csv/course-students/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"}
+    )
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert {row["user"] for row in rows} == {"alice", "bob"}
