@@ -150,11 +150,8 @@ def _local_midnight(day: dt.date) -> dt.datetime:
 
 
 def _term_starts(year: int) -> list[dt.date]:
-    starts = []
-    for text in settings.USAGE_TERM_STARTS:
-        month, _, day = text.partition("-")
-        starts.append(dt.date(year, int(month), int(day)))
-    return sorted(starts)
+    # (month, day) pairs, sorted, checked at start-up (portal.env.envmonthdays): every year has them.
+    return [dt.date(year, month, day) for month, day in settings.USAGE_TERM_STARTS]
 
 
 def bucket_start(moment: dt.datetime, unit: str) -> dt.date:

@@ -99,7 +99,7 @@ def test_the_python_cut_agrees_with_the_sql_one(lab, known):
 
 
 def test_terms_and_months(lab, known, settings):
-    settings.USAGE_TERM_STARTS = ["02-01", "08-01"]
+    settings.USAGE_TERM_STARTS = ((2, 1), (8, 1))
     window = Window(start=timezone.make_aware(dt.datetime(2025, 12, 1)), end=lab.now, now=lab.now)
     rows = accounting.by_time(Allocation.objects.exclude(kind="reservation"), window, "term")
     assert [row.key for row in rows] == ["2025-08-01", "2026-02-01"]
