@@ -122,8 +122,9 @@ def holders_to_refresh(*, now: dt.datetime, limit: int = 500) -> list[Ref]:
     """Running holders (long runners), and holders ended in the last USAGE_EFFICIENCY_DAYS whose row is missing or
     was computed before their last minute could be written."""
     since = now - dt.timedelta(days=settings.USAGE_EFFICIENCY_DAYS)
-    running = Allocation.objects.filter(kind__in=MEASURED, ends_at__isnull=True).values_list("kind", "ref")
-    refs = {Ref(kind, key) for kind, key in running.distinct()[:limit]}
+    # Ordered by the holder only: the model's ordering (starts_at) would make DISTINCT keep one row per GPU entry.
+    running = Allocation.objects.filter(kind__in=MEASURED, ends_at__isnull=True).order_by("kind", "ref")
+    refs = {Ref(kind, key) for kind, key in running.values_list("kind", "ref").distinct()[:limit]}
     ended = (
         Allocation.objects.filter(kind__in=MEASURED, ends_at__gte=since, ends_at__lte=now)
         .values_list("kind", "ref", "ends_at")
