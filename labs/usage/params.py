@@ -102,9 +102,17 @@ def read_query(
     if group_by not in allowed:
         why = f"Group by one of {', '.join(GROUPS)}" + (f" (or {ENTRY}, as CSV)." if entries_allowed else ".")
         raise InvalidInput(f"group_by: {why}", fields={"group_by": why})
-    window = read_window(params, now=now)
     kinds = read_kinds(params.get("kind"))
+    scope, window = read_scope_and_window(params, viewer=viewer, now=now)
+    return UsageQuery(scope=scope, window=window, group_by=group_by, kinds=kinds)
+
+
+def read_scope_and_window(
+    params: Mapping[str, str], *, viewer: User, now: dt.datetime | None = None
+) -> tuple[Scope, Window]:
+    """Whose usage and when, for a request that neither groups nor filters by kind (the efficiency rows)."""
+    window = read_window(params, now=now or timezone.now())
     scope = scope_for(
         viewer, course_code=(params.get("course") or "").strip(), username=(params.get("user") or "").strip()
     )
-    return UsageQuery(scope=scope, window=window, group_by=group_by, kinds=kinds)
+    return scope, window
