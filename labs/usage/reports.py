@@ -14,6 +14,7 @@ from django.utils import timezone
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
 from labs.usage.accounting import Window
+from labs.usage.efficiency import p95
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
 from labs.usage.waits import queue_wait_kinds, queue_waits_between
 from portal.accounts.models import Course
@@ -137,8 +138,7 @@ def heat_table(window: Window) -> Table:
 def _wait_figures(waits: list[float]) -> tuple[float | None, float | None]:
     if not waits:
         return None, None
-    waits = sorted(waits)
-    return round(sum(waits) / len(waits), 1), waits[max(0, int(0.95 * len(waits) + 0.999) - 1)]
+    return round(sum(waits) / len(waits), 1), p95(waits)
 
 
 def days_table(scope: Scope, window: Window, *, gpus: int) -> Table:

@@ -12,7 +12,6 @@ neither. Course staff see their courses' students, never the other assistants.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -101,10 +100,6 @@ def usage_report(scope: Scope, window: Window, group_by: str, *, kinds: tuple[st
     return accounting.usage(allocations_in_scope(scope, kinds=kinds), window, group_by)
 
 
-def usage_total_seconds(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS) -> float:
-    return accounting.total_seconds(allocations_in_scope(scope, kinds=kinds), window)
-
-
 def usage_entries(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
     return accounting.entries(allocations_in_scope(scope, kinds=kinds), window)
 
@@ -186,7 +181,3 @@ def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
 
 def reservations_use(scope: Scope, window: Window, *, limit: int = 200) -> list[ReservationUse]:
     return [reservation_use(reservation, window) for reservation in reservations_in_scope(scope, window)[:limit]]
-
-
-def window_of(*, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> Window:
-    return Window(start=start, end=end, now=now)

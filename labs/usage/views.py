@@ -165,7 +165,7 @@ def _table(request, name: str) -> reports.Table:
             return reports.reservations_table(scope, window)
         if name == "course-weeks":
             return reports.grouped_table(scope, window, "week", name="weeks")
-    if name.startswith("lab-") and name in ("lab-courses", "lab-users", "lab-nodes", "lab-days", "lab-heat"):
+    if name in ("lab-courses", "lab-users", "lab-nodes", "lab-days", "lab-heat"):
         _require_admin(request)
         scope = Scope(viewer=request.user)
         if name == "lab-days":
