@@ -12,6 +12,7 @@ neither. Course staff see their courses' students, never the other assistants.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -158,24 +159,41 @@ def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]
     return rows.select_related("owner", "course").order_by("starts_at", "pk")
 
 
+def _held(starts_at: dt.datetime, ends_at: dt.datetime | None, start: dt.datetime, until: dt.datetime) -> float:
+    """Seconds of [starts_at, ends_at or until) inside [start, until)."""
+    return max(0.0, (min(ends_at or until, until) - max(starts_at, start)).total_seconds())
+
+
 def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
     """GPU-seconds the reservation held in the ledger within the window, and the GPU-seconds its course's people
-    (its owner, the course's entries, its enrolled students) used on those GPUs while it held them."""
+    (its owner, the course's entries, its enrolled students) used on those GPUs while it held them: two queries,
+    its entries and the work on their GPUs, cut here (as `accounting.total_seconds` cuts them, to the second)."""
+    if window.until <= window.start:
+        return ReservationUse(reservation=reservation, reserved_seconds=0.0, used_seconds=0.0)
     entries = Allocation.objects.filter(kind=AllocationKind.RESERVATION, ref=f"reservation:{reservation.pk}")
-    reserved = accounting.total_seconds(entries, window)
-    people = Q(user=reservation.owner_id)
-    if reservation.course_id:
-        course = Course.objects.filter(pk=reservation.course_id)
-        people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
+    held = [
+        (gpu_id, max(starts_at, window.start), min(ends_at or window.until, window.until), float(share))
+        for gpu_id, starts_at, ends_at, share in accounting.in_window(entries, window)
+        .order_by()
+        .values_list("gpu_id", "starts_at", "ends_at", "share")
+    ]
+    reserved = sum(share * max(0.0, (end - start).total_seconds()) for _, start, end, share in held)
+    held = [row for row in held if row[2] > row[1]]
     used = 0.0
-    for entry in accounting.in_window(entries, window):
-        held = Window(
-            start=max(entry.starts_at, window.start),
-            end=min(entry.ends_at or window.until, window.until),
-            now=window.now,
-        )
-        work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id=entry.gpu_id)
-        used += accounting.total_seconds(work, held)
+    if held:
+        people = Q(user=reservation.owner_id)
+        if reservation.course_id:
+            course = Course.objects.filter(pk=reservation.course_id)
+            people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
+        span = Window(start=min(row[1] for row in held), end=max(row[2] for row in held), now=window.now)
+        work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id__in={row[0] for row in held})
+        on_gpu: dict[int, list[tuple]] = {}
+        for gpu_id, starts_at, ends_at, share in (
+            accounting.in_window(work, span).order_by().values_list("gpu_id", "starts_at", "ends_at", "share")
+        ):
+            on_gpu.setdefault(gpu_id, []).append((starts_at, ends_at, float(share)))
+        for gpu_id, start, end, _ in held:
+            used += sum(share * _held(s, e, start, end) for s, e, share in on_gpu.get(gpu_id, ()))
     return ReservationUse(reservation=reservation, reserved_seconds=reserved, used_seconds=used)
 
 
