@@ -6,7 +6,9 @@ deployment fails at start-up instead of silently falling back to a default.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -58,3 +60,26 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def envmonthdays(name: str, default: list[str]) -> tuple[tuple[int, int], ...]:
+    """A comma-separated list of month-days (MM-DD) that exist in every year, as sorted (month, day) pairs."""
+    raw = envlist(name, default)
+    why = (
+        f"{name} must be a comma-separated list of month-days (MM-DD, such as 02-01,08-01) that every year has "
+        f"(not 02-29), got {os.environ.get(name, ','.join(default))!r}"
+    )
+    pairs = set()
+    for text in raw:
+        if not re.fullmatch(r"\d{2}-\d{2}", text):
+            raise ImproperlyConfigured(why)
+        month, day = int(text[:2]), int(text[3:])
+        try:
+            for year in (2023, 2024):  # a common year and a leap year
+                dt.date(year, month, day)
+        except ValueError:
+            raise ImproperlyConfigured(why) from None
+        pairs.add((month, day))
+    if not pairs:
+        raise ImproperlyConfigured(why)
+    return tuple(sorted(pairs))

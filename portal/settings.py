@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import envbool, envchoice, envint, envlist, envstr
+from portal.env import envbool, envchoice, envint, envlist, envmonthdays, envstr
 from portal.oauth.keys import oidc_rsa_private_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -725,8 +725,9 @@ USAGE_EFFICIENCY_REFRESH_S = envint("USAGE_EFFICIENCY_REFRESH_S", 600, minimum=3
 # back plus the longest holder, so it is kept at least USAGE_EFFICIENCY_DAYS + 7 days whatever TELEMETRY_HISTORY_DAYS.
 USAGE_EFFICIENCY_DAYS = envint("USAGE_EFFICIENCY_DAYS", 2, minimum=1, maximum=60)
 TELEMETRY_HISTORY_DAYS = max(TELEMETRY_HISTORY_DAYS, USAGE_EFFICIENCY_DAYS + 7)
-# The lab's terms for the `term` bucket of usage reports: the month-day each term starts, in the lab's zone.
-USAGE_TERM_STARTS = envlist("USAGE_TERM_STARTS", ["02-01", "08-01"])
+# The lab's terms for the `term` bucket of usage reports: the month-day each term starts, in the lab's zone, read
+# as sorted (month, day) pairs.
+USAGE_TERM_STARTS = envmonthdays("USAGE_TERM_STARTS", ["02-01", "08-01"])
 CELERY_BEAT_SCHEDULE["usage-efficiency-refresh"] = {
     "task": "labs.tasks.usage_efficiency_refresh",
     "schedule": float(USAGE_EFFICIENCY_REFRESH_S),

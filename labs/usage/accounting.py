@@ -96,11 +96,17 @@ def _no_jit() -> Iterator[None]:
         yield
 
 
-def in_window(allocations: QuerySet[Allocation], window: Window) -> QuerySet[Allocation]:
-    """The entries that overlap [start, until): begun inside it (a range of the (starts_at, id) index), or begun
-    before it and not ended by its start (the ends_at index; open entries are few)."""
-    begun_inside = Q(starts_at__gte=window.start, starts_at__lt=window.until)
+def _overlaps(window: Window) -> tuple[Q, Q]:
+    """The two ways an entry overlaps [start, until): begun before it and not ended by its start (the ends_at index;
+    open entries are few), and begun inside it (a range of the (starts_at, id) index)."""
     from_before = Q(starts_at__lt=window.start) & (Q(ends_at__gt=window.start) | Q(ends_at__isnull=True))
+    begun_inside = Q(starts_at__gte=window.start, starts_at__lt=window.until)
+    return from_before, begun_inside
+
+
+def in_window(allocations: QuerySet[Allocation], window: Window) -> QuerySet[Allocation]:
+    """The entries that overlap [start, until)."""
+    from_before, begun_inside = _overlaps(window)
     return allocations.filter(begun_inside | from_before)
 
 
@@ -144,17 +150,15 @@ def by_key(allocations: QuerySet[Allocation], window: Window, group_by: str) -> 
 # --- Time buckets ----------------------------------------------------------------------------------------------------
 
 
-def _local_midnight(day: dt.date) -> dt.datetime:
+def local_midnight(day: dt.date) -> dt.datetime:
+    """00:00 of the day in the lab's zone (in UTC)."""
     local = timezone.make_aware(dt.datetime.combine(day, dt.time.min), timezone.get_current_timezone())
     return local.astimezone(dt.UTC)
 
 
 def _term_starts(year: int) -> list[dt.date]:
-    starts = []
-    for text in settings.USAGE_TERM_STARTS:
-        month, _, day = text.partition("-")
-        starts.append(dt.date(year, int(month), int(day)))
-    return sorted(starts)
+    # (month, day) pairs, sorted, checked at start-up (portal.env.envmonthdays): every year has them.
+    return [dt.date(year, month, day) for month, day in settings.USAGE_TERM_STARTS]
 
 
 def bucket_start(moment: dt.datetime, unit: str) -> dt.date:
@@ -184,7 +188,7 @@ def bucket_edges(window: Window, unit: str) -> list[dt.datetime]:
     """The window's start, every bucket edge inside it, and its end (`until`): n+1 edges for n buckets."""
     edges = [window.start]
     day = next_bucket(bucket_start(window.start, unit), unit)
-    while (edge := _local_midnight(day)) < window.until:
+    while (edge := local_midnight(day)) < window.until:
         edges.append(edge)
         day = next_bucket(day, unit)
     edges.append(window.until)
@@ -282,9 +286,7 @@ ENTRY_COLUMNS = (
 
 
 def _phases(allocations: QuerySet[Allocation], window: Window) -> list[QuerySet[Allocation]]:
-    before = Q(starts_at__lt=window.start) & (Q(ends_at__gt=window.start) | Q(ends_at__isnull=True))
-    inside = Q(starts_at__gte=window.start, starts_at__lt=window.until)
-    return [allocations.filter(before), allocations.filter(inside)]
+    return [allocations.filter(overlap) for overlap in _overlaps(window)]
 
 
 def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[bytes]:

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from labs.usage import accounting, csvstream
-from labs.usage.params import ENTRY, MOMENT_PATTERN, read_query
+from labs.usage.params import ENTRY, MOMENT_PATTERN, read_query, read_scope_and_window
 from labs.usage.selectors import efficiency_in_scope, usage_entries, usage_entries_csv, usage_report
 
 EFFICIENCY_LIMIT = 5000
@@ -197,8 +197,8 @@ class EfficiencyApi(_UsageView):
         summary="How well each job attempt and notebook session in the window used its GPUs (newest first)",
     )
     def get(self, request):
-        query = read_query(request.query_params, viewer=request.user)
-        rows = [efficiency_record(row) for row in efficiency_in_scope(query.scope, query.window)[:EFFICIENCY_LIMIT]]
+        scope, window = read_scope_and_window(request.query_params, viewer=request.user)
+        rows = [efficiency_record(row) for row in efficiency_in_scope(scope, window)[:EFFICIENCY_LIMIT]]
         if self.wants_csv():
             page = [[row[name] for name in EFFICIENCY_FIELDS] for row in rows]
             return csvstream.csv_response(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 
 from django.conf import settings
 from django.db import transaction
@@ -32,11 +31,12 @@ MINUTE = dt.timedelta(minutes=1)
 MEASURED = (AllocationKind.JOB, AllocationKind.NOTEBOOK)
 
 
-def _p95(values: list[float]) -> float | None:
+def p95(values: list[float]) -> float | None:
+    """The 95th percentile by nearest rank (the ceil(0.95 n)-th smallest, in integers: no float rounding)."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[max(0, (95 * len(ordered) + 99) // 100 - 1)]
 
 
 def efficiency_compute(*, ref: Ref, now: dt.datetime | None = None) -> HolderEfficiency | None:
@@ -95,7 +95,7 @@ def efficiency_compute(*, ref: Ref, now: dt.datetime | None = None) -> HolderEff
         "ended_at": ended,
         "gpu_hours": seconds / 3600,
         "mean_util_pct": round(util_weighted / util_weight, 2) if util_weight else None,
-        "p95_util_pct": _p95(per_minute),
+        "p95_util_pct": p95(per_minute),
         "peak_mem_mb": peak_mem,
         "energy_wh": round(energy_j / 3600, 3) if minutes_seen else None,
         "idle_gpu_hours": idle_s / 3600,
@@ -122,8 +122,9 @@ def holders_to_refresh(*, now: dt.datetime, limit: int = 500) -> list[Ref]:
     """Running holders (long runners), and holders ended in the last USAGE_EFFICIENCY_DAYS whose row is missing or
     was computed before their last minute could be written."""
     since = now - dt.timedelta(days=settings.USAGE_EFFICIENCY_DAYS)
-    running = Allocation.objects.filter(kind__in=MEASURED, ends_at__isnull=True).values_list("kind", "ref")
-    refs = {Ref(kind, key) for kind, key in running.distinct()[:limit]}
+    # Ordered by the holder only: the model's ordering (starts_at) would make DISTINCT keep one row per GPU entry.
+    running = Allocation.objects.filter(kind__in=MEASURED, ends_at__isnull=True).order_by("kind", "ref")
+    refs = {Ref(kind, key) for kind, key in running.values_list("kind", "ref").distinct()[:limit]}
     ended = (
         Allocation.objects.filter(kind__in=MEASURED, ends_at__gte=since, ends_at__lte=now)
         .values_list("kind", "ref", "ends_at")

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from labs.models import AllocationKind
-from labs.usage.accounting import GROUPS, Window
+from labs.usage.accounting import GROUPS, Window, local_midnight
 from labs.usage.selectors import USE_KINDS, Scope, scope_for
 from portal.accounts.models import User
 from portal.dates import OUT_OF_RANGE, date_in_range
@@ -34,10 +34,6 @@ class UsageQuery:
     kinds: tuple[str, ...]
 
 
-def _local_midnight(day: dt.date) -> dt.datetime:
-    return timezone.make_aware(dt.datetime.combine(day, dt.time.min), timezone.get_current_timezone())
-
-
 def parse_moment(raw: str, *, field: str, end_of_day: bool = False) -> dt.datetime:
     """A date is the start of that day in the lab's zone (for `to`, the end of it: the day is included)."""
     if not isinstance(raw, str) or not re.fullmatch(MOMENT_PATTERN, raw):
@@ -47,7 +43,7 @@ def parse_moment(raw: str, *, field: str, end_of_day: bool = False) -> dt.dateti
             day = dt.date.fromisoformat(raw)
             if not date_in_range(day):
                 raise InvalidInput(f"{field}: {OUT_OF_RANGE}", fields={field: OUT_OF_RANGE})
-            return _local_midnight(day + dt.timedelta(days=1) if end_of_day else day)
+            return local_midnight(day + dt.timedelta(days=1) if end_of_day else day)
         moment = parse_datetime(raw)
     except (ValueError, OverflowError):
         moment = None
@@ -66,7 +62,7 @@ def parse_moment(raw: str, *, field: str, end_of_day: bool = False) -> dt.dateti
 def default_start(now: dt.datetime) -> dt.datetime:
     """Monday 00:00 eight weeks ago, in the lab's zone: this week and the seven before it."""
     today = timezone.localtime(now).date()
-    return _local_midnight(today - dt.timedelta(days=today.weekday() + 7 * 7))
+    return local_midnight(today - dt.timedelta(days=today.weekday() + 7 * 7))
 
 
 def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Window:
@@ -102,9 +98,17 @@ def read_query(
     if group_by not in allowed:
         why = f"Group by one of {', '.join(GROUPS)}" + (f" (or {ENTRY}, as CSV)." if entries_allowed else ".")
         raise InvalidInput(f"group_by: {why}", fields={"group_by": why})
-    window = read_window(params, now=now)
     kinds = read_kinds(params.get("kind"))
+    scope, window = read_scope_and_window(params, viewer=viewer, now=now)
+    return UsageQuery(scope=scope, window=window, group_by=group_by, kinds=kinds)
+
+
+def read_scope_and_window(
+    params: Mapping[str, str], *, viewer: User, now: dt.datetime | None = None
+) -> tuple[Scope, Window]:
+    """Whose usage and when, for a request that neither groups nor filters by kind (the efficiency rows)."""
+    window = read_window(params, now=now or timezone.now())
     scope = scope_for(
         viewer, course_code=(params.get("course") or "").strip(), username=(params.get("user") or "").strip()
     )
-    return UsageQuery(scope=scope, window=window, group_by=group_by, kinds=kinds)
+    return scope, window

@@ -14,9 +14,11 @@ from django.utils import timezone
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
 from labs.usage.accounting import Window
+from labs.usage.efficiency import p95
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
 from labs.usage.waits import queue_wait_kinds, queue_waits_between
-from portal.accounts.selectors import effective_quota
+from portal.accounts.models import Course
+from portal.accounts.selectors import effective_quota, students_of
 
 IDLE_HINT_SHARE = 0.5  # a notebook idle for more than half of what it held gets a hint
 
@@ -88,7 +90,7 @@ def students_table(scope: Scope, window: Window, *, sort: str = "gpu_hours") -> 
         .values_list("user__username", "idle")
     )
     if scope.course is not None:
-        for person in scope.course.students.all():
+        for person in students_of(Course.objects.filter(pk=scope.course.pk)):
             used.setdefault(person.username, 0.0)
     rows = [[user, hours, round(idle.get(user) or 0.0, 4)] for user, hours in used.items()]
     column = {"user": 0, "gpu_hours": 1, "idle_gpu_hours": 2}.get(sort, 1)
@@ -136,8 +138,7 @@ def heat_table(window: Window) -> Table:
 def _wait_figures(waits: list[float]) -> tuple[float | None, float | None]:
     if not waits:
         return None, None
-    waits = sorted(waits)
-    return round(sum(waits) / len(waits), 1), waits[max(0, int(0.95 * len(waits) + 0.999) - 1)]
+    return round(sum(waits) / len(waits), 1), p95(waits)
 
 
 def days_table(scope: Scope, window: Window, *, gpus: int) -> Table:

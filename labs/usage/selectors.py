@@ -5,7 +5,8 @@ pages never filter by role themselves. Asking for what one may not see is a NotF
 another student), never an empty answer that would say it exists; a student asking for a course at all is refused.
 
 A course's usage is its ledger entries (booked to the course) and, for entries booked to no course, those of its
-enrolled students: a student of two courses counts in both when their work named neither.
+enrolled students (not its teaching assistants): a student of two courses counts in both when their work named
+neither. Course staff see their courses' students, never the other assistants.
 """
 
 from __future__ import annotations
@@ -21,31 +22,34 @@ from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by
+from portal.accounts.selectors import courses_staffed_by, students_of
 from portal.errors import NotFound, NotPermitted
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
 
 
 def _students_of(courses: QuerySet[Course]) -> QuerySet[User]:
-    return User.objects.filter(enrollments__course__in=courses).values("pk")
+    return students_of(courses).values("pk")
 
 
-def _people_filter(viewer: User, *, user_field: str, course_field: str) -> Q:
+def _people_filter(viewer: User, *, user_field: str, course_field: str | None = None) -> Q:
+    """Whose usage the viewer sees: their own; for teachers and teaching assistants also their courses' students
+    (not the other assistants) and, with `course_field`, the work booked to their courses; admins everyone's."""
     if viewer.is_lab_admin:
         return Q()
-    if looks_after_courses(viewer):  # teachers and teaching assistants: their courses' people too
-        staffed = courses_staffed_by(viewer)
-        return (
-            Q(**{user_field: viewer.pk})
-            | Q(**{f"{course_field}__in": staffed})
-            | Q(**{f"{user_field}__in": _students_of(staffed)})
-        )
-    return Q(**{user_field: viewer.pk})
+    own = Q(**{user_field: viewer.pk})
+    if not looks_after_courses(viewer):
+        return own
+    staffed = courses_staffed_by(viewer)
+    visible = own | Q(**{f"{user_field}__in": _students_of(staffed)})
+    if course_field is not None:
+        visible |= Q(**{f"{course_field}__in": staffed})
+    return visible
 
 
 def _counted_for(course: Course) -> Q:
-    """The one rule of a course's usage: work booked to it, and its enrolled students' work booked to no course."""
+    """The one rule of a course's usage: work booked to it, and its students' work booked to no course (an
+    assistant's own unbooked work is theirs, not the course's)."""
     return Q(course=course) | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=course.pk)))
 
 
@@ -71,7 +75,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
     if username:
         candidates = User.objects.filter(username=username)
         if not viewer.is_lab_admin:
-            candidates = candidates.filter(_people_filter(viewer, user_field="pk", course_field="enrollments__course"))
+            candidates = candidates.filter(_people_filter(viewer, user_field="pk"))
         person = candidates.distinct().first()
         if person is None:
             raise NotFound("No such person among the ones whose usage you may see.")
@@ -95,10 +99,6 @@ def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) ->
 
 def usage_report(scope: Scope, window: Window, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
     return accounting.usage(allocations_in_scope(scope, kinds=kinds), window, group_by)
-
-
-def usage_total_seconds(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS) -> float:
-    return accounting.total_seconds(allocations_in_scope(scope, kinds=kinds), window)
 
 
 def usage_entries(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
@@ -159,30 +159,43 @@ def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]
     return rows.select_related("owner", "course").order_by("starts_at", "pk")
 
 
+def _held(starts_at: dt.datetime, ends_at: dt.datetime | None, start: dt.datetime, until: dt.datetime) -> float:
+    """Seconds of [starts_at, ends_at or until) inside [start, until)."""
+    return max(0.0, (min(ends_at or until, until) - max(starts_at, start)).total_seconds())
+
+
 def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
     """GPU-seconds the reservation held in the ledger within the window, and the GPU-seconds its course's people
-    (its owner, the course's entries, its enrolled students) used on those GPUs while it held them."""
+    (its owner, the course's entries, its enrolled students) used on those GPUs while it held them: two queries,
+    its entries and the work on their GPUs, cut here (as `accounting.total_seconds` cuts them, to the second)."""
+    if window.until <= window.start:
+        return ReservationUse(reservation=reservation, reserved_seconds=0.0, used_seconds=0.0)
     entries = Allocation.objects.filter(kind=AllocationKind.RESERVATION, ref=f"reservation:{reservation.pk}")
-    reserved = accounting.total_seconds(entries, window)
-    people = Q(user=reservation.owner_id)
-    if reservation.course_id:
-        course = Course.objects.filter(pk=reservation.course_id)
-        people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
+    held = [
+        (gpu_id, max(starts_at, window.start), min(ends_at or window.until, window.until), float(share))
+        for gpu_id, starts_at, ends_at, share in accounting.in_window(entries, window)
+        .order_by()
+        .values_list("gpu_id", "starts_at", "ends_at", "share")
+    ]
+    reserved = sum(share * max(0.0, (end - start).total_seconds()) for _, start, end, share in held)
+    held = [row for row in held if row[2] > row[1]]
     used = 0.0
-    for entry in accounting.in_window(entries, window):
-        held = Window(
-            start=max(entry.starts_at, window.start),
-            end=min(entry.ends_at or window.until, window.until),
-            now=window.now,
-        )
-        work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id=entry.gpu_id)
-        used += accounting.total_seconds(work, held)
+    if held:
+        people = Q(user=reservation.owner_id)
+        if reservation.course_id:
+            course = Course.objects.filter(pk=reservation.course_id)
+            people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
+        span = Window(start=min(row[1] for row in held), end=max(row[2] for row in held), now=window.now)
+        work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id__in={row[0] for row in held})
+        on_gpu: dict[int, list[tuple]] = {}
+        for gpu_id, starts_at, ends_at, share in (
+            accounting.in_window(work, span).order_by().values_list("gpu_id", "starts_at", "ends_at", "share")
+        ):
+            on_gpu.setdefault(gpu_id, []).append((starts_at, ends_at, float(share)))
+        for gpu_id, start, end, _ in held:
+            used += sum(share * _held(s, e, start, end) for s, e, share in on_gpu.get(gpu_id, ()))
     return ReservationUse(reservation=reservation, reserved_seconds=reserved, used_seconds=used)
 
 
 def reservations_use(scope: Scope, window: Window, *, limit: int = 200) -> list[ReservationUse]:
     return [reservation_use(reservation, window) for reservation in reservations_in_scope(scope, window)[:limit]]
-
-
-def window_of(*, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> Window:
-    return Window(start=start, end=end, now=now)

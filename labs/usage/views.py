@@ -24,12 +24,23 @@ from portal.errors import InvalidInput, NotPermitted
 HOURS = [f"{hour:02d}" for hour in range(24)]
 
 
-def _window(request):
+def _window(request, params=None):
+    """The window asked for, or the last eight weeks with the sentence saying what was wrong."""
     now = timezone.now()
     try:
-        return read_window(request.GET, now=now), None
+        return read_window(request.GET if params is None else params, now=now), None
     except InvalidInput as error:
         return read_window({}, now=now), error.message
+
+
+def _course_window(request, scope: Scope):
+    """A course's page and its CSV tables: without `from`, the course's term so far (to `to` when given)."""
+    if scope.course is None or request.GET.get("from"):
+        return _window(request)
+    params = {"from": scope.course.term_start.isoformat()}
+    if request.GET.get("to"):
+        params["to"] = request.GET["to"]
+    return _window(request, params)
 
 
 def _course_scope(request) -> Scope:
@@ -89,14 +100,7 @@ def my_usage(request):
 @require_GET
 def course_usage(request):
     scope = _course_scope(request)
-    window, error = _window(request)
-    if scope.course is not None and not request.GET.get("from"):
-        # The course's term so far, by default.
-        term = {"from": scope.course.term_start.isoformat(), "to": request.GET.get("to", "")}
-        try:
-            window = read_window(term, now=window.now)
-        except InvalidInput as bad:
-            error = bad.message
+    window, error = _course_window(request, scope)
     context = _context(request, window, error, scope=scope, courses=courses_staffed_by(request.user).order_by("code"))
     if scope.course is not None:
         sort = request.GET.get("sort") or "gpu_hours"
@@ -154,13 +158,14 @@ def _table(request, name: str) -> reports.Table:
         scope = _course_scope(request)
         if scope.course is None:  # a teacher of no course: the tables' headers, no rows
             return reports.Table(name, ["user", "gpu_hours", "idle_gpu_hours"], [])
+        window, _ = _course_window(request, scope)
         if name == "course-students":
             return reports.students_table(scope, window, sort=request.GET.get("sort") or "gpu_hours")
         if name == "course-reservations":
             return reports.reservations_table(scope, window)
         if name == "course-weeks":
             return reports.grouped_table(scope, window, "week", name="weeks")
-    if name.startswith("lab-") and name in ("lab-courses", "lab-users", "lab-nodes", "lab-days", "lab-heat"):
+    if name in ("lab-courses", "lab-users", "lab-nodes", "lab-days", "lab-heat"):
         _require_admin(request)
         scope = Scope(viewer=request.user)
         if name == "lab-days":

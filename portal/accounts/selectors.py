@@ -115,11 +115,14 @@ def courses_assisted_by(user: User) -> QuerySet[Course]:
     return Course.objects.filter(enrollments__user_id=user.pk, enrollments__role=CourseRole.ASSISTANT)
 
 
+def students_of(courses: QuerySet[Course]) -> QuerySet[User]:
+    """The people enrolled as students (not teaching assistants) in these courses."""
+    return User.objects.filter(enrollments__course__in=courses, enrollments__role=CourseRole.STUDENT).distinct()
+
+
 def students_assisted_by(user: User) -> QuerySet[User]:
     """The students (not other assistants) of the courses this person assists."""
-    return User.objects.filter(
-        enrollments__course__in=courses_assisted_by(user), enrollments__role=CourseRole.STUDENT
-    ).distinct()
+    return students_of(courses_assisted_by(user))
 
 
 def courses_staffed_by(user: User | None) -> QuerySet[Course]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import envbool, envchoice, envint, envlist
+from portal.env import envbool, envchoice, envint, envlist, envmonthdays
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -175,3 +175,29 @@ def test_a_throttle_rate_that_is_not_a_rate_stops_the_start(name):
     assert result.returncode != 0
     assert f"{name} must be a rate such as 20/min" in result.stderr
     assert _settings_in_subprocess({"DEBUG": "true", name: "5/hour"}).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["x", "02-30", "13-01", "2-1", "02-29", "", ",", "02-01,08-01x"])
+def test_term_starts_that_are_not_month_days_of_every_year_stop_the_start(monkeypatch, value):
+    monkeypatch.setenv("USAGE_TERM_STARTS", value)
+    with pytest.raises(ImproperlyConfigured, match="USAGE_TERM_STARTS must be a comma-separated list of month-days"):
+        envmonthdays("USAGE_TERM_STARTS", ["02-01", "08-01"])
+
+
+def test_term_starts_are_read_once_as_sorted_month_day_pairs():
+    code = "import portal.settings as s; print(s.USAGE_TERM_STARTS)"
+    base = {k: v for k, v in os.environ.items() if k != "USAGE_TERM_STARTS"}
+
+    def run(env):
+        return subprocess.run(  # noqa: S603
+            [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
+        )
+
+    assert run({"DEBUG": "true"}).stdout.strip() == "((2, 1), (8, 1))"
+    assert run({"DEBUG": "true", "USAGE_TERM_STARTS": "09-15, 01-10"}).stdout.strip() == "((1, 10), (9, 15))"
+    refused = run({"DEBUG": "true", "USAGE_TERM_STARTS": "02-30"})
+    assert refused.returncode != 0 and "ImproperlyConfigured" in refused.stderr
+    assert (
+        "USAGE_TERM_STARTS must be a comma-separated list of month-days" in refused.stderr
+        and "'02-30'" in refused.stderr
+    )

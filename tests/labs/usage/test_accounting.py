@@ -99,7 +99,7 @@ def test_the_python_cut_agrees_with_the_sql_one(lab, known):
 
 
 def test_terms_and_months(lab, known, settings):
-    settings.USAGE_TERM_STARTS = ["02-01", "08-01"]
+    settings.USAGE_TERM_STARTS = ((2, 1), (8, 1))
     window = Window(start=timezone.make_aware(dt.datetime(2025, 12, 1)), end=lab.now, now=lab.now)
     rows = accounting.by_time(Allocation.objects.exclude(kind="reservation"), window, "term")
     assert [row.key for row in rows] == ["2025-08-01", "2026-02-01"]
@@ -167,3 +167,31 @@ def test_the_export_pages_give_every_entry_of_the_window_once(lab, known):
     ids = [row[0] for rows in pages for row in rows]
     assert sorted(ids) == sorted(accounting.in_window(use, window).values_list("id", flat=True))
     assert len(ids) == len(set(ids)) == 9 and all(len(rows) <= 2 for rows in pages)
+
+
+def test_a_reservation_on_several_gpus_is_measured_in_two_queries(lab, django_assert_max_num_queries):
+    from labs.models import Reservation
+
+    start = lab.now - 6 * HOUR
+    booked = Reservation.objects.create(
+        owner=lab.teacher,
+        created_by=lab.teacher,
+        course=lab.course,
+        title="Lab",
+        starts_at=start,
+        ends_at=start + 3 * HOUR,
+        status="ended",
+    )
+    for gpu in lab.gpus:  # held in two stretches on each GPU
+        for begin in (start, start + 2 * HOUR):
+            entry(lab.teacher, gpu, begin, begin + HOUR, kind="reservation", ref=f"reservation:{booked.pk}")
+    entry(lab.alice, lab.gpus[0], start - HOUR, start + 2.5 * HOUR)  # 1 h + 0.5 h of the holdings
+    minute = dt.timedelta(minutes=1)
+    entry(lab.bob, lab.gpus[1], start + 15 * minute, None, share="0.5", kind="notebook")  # open: 0.5 × (45 + 60) min
+    entry(lab.teacher, lab.gpus[2], start + 2 * HOUR, start + 2 * HOUR + 30 * minute + dt.timedelta(seconds=5))
+    entry(lab.carol, lab.gpus[2], start, start + 3 * HOUR)  # another course's student: not this course's use
+    window = Window(start=start - HOUR, end=lab.now, now=lab.now)
+    with django_assert_max_num_queries(2):
+        use = reservation_use(booked, window)
+    assert use.reserved_seconds == pytest.approx(6 * 3600, abs=1e-3)
+    assert use.used_seconds == pytest.approx(1.5 * 3600 + 0.5 * 105 * 60 + 30 * 60 + 5, abs=1e-3)  # the owner's too

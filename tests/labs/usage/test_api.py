@@ -118,3 +118,40 @@ def test_efficiency_rows_by_role(now, lab, known):
     csv_body = client_of(lab.teacher).get("/api/v1/usage/efficiency/", window(known, format="csv"))
     assert len(csv_rows(csv_body)) == len(taught)
     assert client_of(lab.alice).get("/api/v1/usage/efficiency/", {"user": "carol"}).status_code == 404
+
+
+def test_a_teaching_assistant_sees_the_students_and_not_another_assistant(now, lab, known):
+    from tests.factories import EnrollmentFactory
+    from tests.labs.usage.conftest import HOUR, entry
+
+    tara, tom = UserFactory(username="tara"), UserFactory(username="tom")
+    for assistant in (tara, tom):
+        EnrollmentFactory(user=assistant, course=lab.course, role="assistant")
+    entry(tom, lab.gpus[1], known["start"] + 2 * HOUR, known["start"] + 4 * HOUR)  # his own work, booked to no course
+    assistant = client_of(tara)
+    response = assistant.get("/api/v1/usage/", window(known, user="tom"))
+    assert response.status_code == 404 and "tom" not in response.content.decode()
+    assert assistant.get("/api/v1/usage/", window(known, user="alice")).status_code == 200
+    by_user = assistant.get("/api/v1/usage/", window(known, group_by="user")).json()
+    assert {row["key"] for row in by_user["rows"]} == {"alice", "bob"}
+    course = assistant.get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
+    assert {row["key"] for row in course["rows"]} == {"alice", "bob"}
+    assert course["total_gpu_seconds"] == pytest.approx(known["alice"] + known["bob"])
+    teacher = client_of(lab.teacher).get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
+    assert {row["key"] for row in teacher["rows"]} == {"alice", "bob"}
+    assert client_of(lab.teacher).get("/api/v1/usage/", window(known, user="tom")).status_code == 404
+
+
+def test_efficiency_reads_only_the_window_and_whose(now, lab, known):
+    from labs.ledger import Ref
+    from labs.usage.efficiency import efficiency_compute
+
+    efficiency_compute(ref=Ref.parse("notebook:2"), now=lab.now)  # alice's quarter-GPU notebook
+    alice = client_of(lab.alice)
+    plain = alice.get("/api/v1/usage/efficiency/", window(known)).json()
+    assert [row["holder"] for row in plain] == ["notebook:2"]
+    for ignored in ({"group_by": "entry"}, {"group_by": "planet"}, {"kind": "holiday"}):
+        response = alice.get("/api/v1/usage/efficiency/", window(known, **ignored))
+        assert response.status_code == 200 and response.json() == plain, ignored
+    bad = alice.get("/api/v1/usage/efficiency/", {"from": "2026-03-10", "to": "2026-03-01"})
+    assert bad.status_code == 400 and "to" in bad.json()["fields"]

@@ -76,3 +76,15 @@ def test_history_is_kept_long_enough_for_the_refresh(settings):
     assert settings.TELEMETRY_HISTORY_DAYS >= settings.USAGE_EFFICIENCY_DAYS + 7
     assert "usage-efficiency-refresh" in settings.CELERY_BEAT_SCHEDULE
     assert settings.CELERY_BEAT_SCHEDULE["usage-efficiency-refresh"]["task"] == "labs.tasks.usage_efficiency_refresh"
+
+
+def test_a_running_holder_on_several_gpus_counts_once_toward_the_refresh_limit(lab):
+    from labs.usage.efficiency import holders_to_refresh
+
+    # The one-GPU job began first; the notebook took a GPU more at each of three later times.
+    allocation_open(ref=Ref.job(60, 1), user_id=lab.alice.pk, shares=[GpuShare(lab.gpus[0].pk)], at=START)
+    for minutes, gpu in ((10, lab.gpus[1]), (20, lab.gpus[2]), (30, lab.gpus[0])):
+        at = START + dt.timedelta(minutes=minutes)
+        allocation_open(ref=Ref.notebook(61), user_id=lab.bob.pk, shares=[GpuShare(gpu.pk, 0.25)], at=at)
+    refs = holders_to_refresh(now=START + dt.timedelta(hours=1), limit=2)
+    assert sorted(str(ref) for ref in refs) == ["job:60#1", "notebook:61"]

@@ -155,3 +155,40 @@ def test_the_lab_days_show_the_queue_wait_of_jobs_and_notebooks(now, lab, known)
     assert rows["2026-03-09"]["job_wait_mean_s"] == ""  # no job waited that day
     page = signed_in(admin).get("/usage/lab/", {"from": "2026-03-09", "to": "2026-03-11"}).content.decode()
     assert "job_wait_mean_s" in page or "Job wait" in page or "job wait" in page.lower()
+
+
+def test_the_course_page_without_dates_shows_the_term_so_far_and_its_csv_agrees(now, lab, known):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from tests.labs.usage.conftest import HOUR, entry
+
+    # Before the term (1 February) but inside the eight-week default: not the course's term.
+    before_term = timezone.make_aware(dt.datetime(2026, 1, 26, 9))
+    entry(lab.alice, lab.gpus[0], before_term, before_term + 2 * HOUR, course=lab.course)
+    # In the term and before the week of `known`: alice's 2 h before Monday 00:00, bob's 10 h on 7-8 March.
+    term_hours = (known["alice"] + known["bob"] + 2 * 3600 + 10 * 3600) / 3600
+    client = signed_in(lab.teacher)
+    body = client.get("/usage/courses/", {"course": "DL-101"}).content.decode()
+    assert 'role="alert"' not in body and "eight weeks" not in body
+    assert 'name="from" value="2026-02-01"' in body and 'name="to" value="2026-03-11"' in body
+    assert total_on(body) == pytest.approx(term_hours, abs=0.01)
+    for table in ("course-students", "course-weeks"):
+        download = client.get(f"/usage/csv/{table}/", {"course": "DL-101"})
+        rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+        assert sum(float(row["gpu_hours"]) for row in rows) == pytest.approx(term_hours, abs=0.01), table
+    until_monday = client.get("/usage/courses/", {"course": "DL-101", "to": "2026-03-08"}).content.decode()
+    assert 'role="alert"' not in until_monday and 'name="from" value="2026-02-01"' in until_monday
+    assert total_on(until_monday) == pytest.approx(2 + 10, abs=0.01)  # alice's 2 h before Monday, bob's 10 h
+
+
+def test_the_course_students_table_lists_students_not_assistants(now, lab, known):
+    from tests.factories import EnrollmentFactory
+
+    EnrollmentFactory(user=UserFactory(username="tom"), course=lab.course, role="assistant")
+    download = signed_in(lab.teacher).get(
+        "/usage/csv/course-students/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"}
+    )
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert {row["user"] for row in rows} == {"alice", "bob"}
