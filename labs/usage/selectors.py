@@ -6,7 +6,8 @@ another student), never an empty answer that would say it exists; a student aski
 
 A course's usage is its ledger entries (booked to the course) and, for entries booked to no course, those of its
 enrolled students (not its teaching assistants): a student of two courses counts in both when their work named
-neither. Course staff see their courses' students, never the other assistants.
+neither. Teachers see everyone of their courses, as for jobs and notebooks; a teaching assistant sees the students,
+never the other assistants.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by, students_of
+from portal.accounts.selectors import courses_staffed_by, people_visible_to, students_of
 from portal.errors import NotFound, NotPermitted
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
@@ -33,15 +34,16 @@ def _students_of(courses: QuerySet[Course]) -> QuerySet[User]:
 
 
 def _people_filter(viewer: User, *, user_field: str, course_field: str | None = None) -> Q:
-    """Whose usage the viewer sees: their own; for teachers and teaching assistants also their courses' students
-    (not the other assistants) and, with `course_field`, the work booked to their courses; admins everyone's."""
+    """Whose usage the viewer sees: whose jobs and notebooks they see (their own; a teacher's also everyone enrolled
+    in their courses, assistants included), for teaching assistants also their courses' students (not the other
+    assistants) and, with `course_field`, the work booked to their courses; admins everyone's."""
     if viewer.is_lab_admin:
         return Q()
-    own = Q(**{user_field: viewer.pk})
+    visible = people_visible_to(viewer, user_field)
     if not looks_after_courses(viewer):
-        return own
+        return visible
     staffed = courses_staffed_by(viewer)
-    visible = own | Q(**{f"{user_field}__in": _students_of(staffed)})
+    visible |= Q(**{f"{user_field}__in": _students_of(staffed)})
     if course_field is not None:
         visible |= Q(**{f"{course_field}__in": staffed})
     return visible

@@ -97,8 +97,8 @@ def people_visible_to(user: User | None, field: str) -> Q:
         return Q()
     if user.is_teacher:
         students = User.objects.filter(enrollments__course__teachers=user).values("pk")
-        return Q(**{field: user}) | Q(**{f"{field}__in": students})
-    return Q(**{field: user})
+        return Q(**{field: user.pk}) | Q(**{f"{field}__in": students})
+    return Q(**{field: user.pk})
 
 
 def notebook_owners_visible_to(user: User | None, field: str) -> Q:
