@@ -123,28 +123,24 @@ def test_scopes(lab, known):
     assert course == pytest.approx({"carol": known["carol"]})
 
 
-def test_reservation_utilisation_and_no_show(lab):
+def _ended_reservation(lab, title, start, length):
     from labs.models import Reservation
 
+    return Reservation.objects.create(
+        owner=lab.teacher,
+        created_by=lab.teacher,
+        course=lab.course,
+        title=title,
+        starts_at=start,
+        ends_at=start + length,
+        status="ended",
+    )
+
+
+def test_reservation_utilisation_and_no_show(lab):
     start = lab.now - 4 * HOUR
-    booked = Reservation.objects.create(
-        owner=lab.teacher,
-        created_by=lab.teacher,
-        course=lab.course,
-        title="Lab",
-        starts_at=start,
-        ends_at=start + 2 * HOUR,
-        status="ended",
-    )
-    empty = Reservation.objects.create(
-        owner=lab.teacher,
-        created_by=lab.teacher,
-        course=lab.course,
-        title="Nobody",
-        starts_at=start,
-        ends_at=start + 2 * HOUR,
-        status="ended",
-    )
+    booked = _ended_reservation(lab, "Lab", start, 2 * HOUR)
+    empty = _ended_reservation(lab, "Nobody", start, 2 * HOUR)
     for gpu in lab.gpus[:2]:
         entry(lab.teacher, gpu, start, start + 2 * HOUR, kind="reservation", ref=f"reservation:{booked.pk}")
     entry(lab.teacher, lab.gpus[2], start, start + 2 * HOUR, kind="reservation", ref=f"reservation:{empty.pk}")
@@ -170,18 +166,8 @@ def test_the_export_pages_give_every_entry_of_the_window_once(lab, known):
 
 
 def test_a_reservation_on_several_gpus_is_measured_in_two_queries(lab, django_assert_max_num_queries):
-    from labs.models import Reservation
-
     start = lab.now - 6 * HOUR
-    booked = Reservation.objects.create(
-        owner=lab.teacher,
-        created_by=lab.teacher,
-        course=lab.course,
-        title="Lab",
-        starts_at=start,
-        ends_at=start + 3 * HOUR,
-        status="ended",
-    )
+    booked = _ended_reservation(lab, "Lab", start, 3 * HOUR)
     for gpu in lab.gpus:  # held in two stretches on each GPU
         for begin in (start, start + 2 * HOUR):
             entry(lab.teacher, gpu, begin, begin + HOUR, kind="reservation", ref=f"reservation:{booked.pk}")
