@@ -152,6 +152,16 @@ def test_loader_libc_and_python_variables_reach_the_job_and_no_process_with_righ
     assert all(environ(pid)["CANARY"] == canary for pid in jobs)
 
 
+def test_a_program_the_machine_has_but_the_sandbox_does_not_cannot_start_and_says_so(backend, tmp_path):
+    tool = tmp_path / "host-only-tool"  # passes the runner's early check (it exists here), not inside
+    tool.write_text("#!/bin/sh\necho ran\n")
+    tool.chmod(0o755)
+    spec = job("", command=(str(tool), "--fast"))
+    status = run(backend, spec)
+    assert status.phase == "failed" and status.exit_codes == (127,)
+    assert backend.logs(spec.ref).text == f"cannot start {str(tool)!r}: No such file or directory\n"
+
+
 # --- (5) an identity ----------------------------------------------------------------------------------------------
 
 
