@@ -8,6 +8,9 @@ in JobsConfig.ready() since labs never imports jobs.
   listed (`list_running`: the portal's labels and PORTAL_INSTANCE_ID), so someone else's are never touched.
 - A placed attempt whose Job vanished (running, or starting for longer than the grace) is requeued or failed as
   `job_lost` says (JOBS_LOST_MAX_ATTEMPTS); one that was being stopped is recorded as stopped.
+- The local backend's files are not kept for ever: the work dirs of attempts that finished more than
+  JOBS_LOCAL_KEEP_DAYS ago, and the checkpoints of jobs over for good as long (or of jobs that no longer exist), are
+  removed; logs stay. (On the cluster, JOBS_TTL_AFTER_FINISHED_S removes finished Jobs and their pods.)
 """
 
 from __future__ import annotations
@@ -142,6 +145,27 @@ def heal_vanished_attempts(*, now: dt.datetime, dry_run: bool = False) -> list[A
     return actions
 
 
+def expire_local_files(*, now: dt.datetime, dry_run: bool = False) -> list[Action]:
+    backend = get_job_backend()
+    if backend.name != "local":
+        return []
+    days = settings.JOBS_LOCAL_KEEP_DAYS
+    cutoff = now - dt.timedelta(days=days)
+    held = backend.checkpoint_jobs()
+    rows = Job.objects.filter(pk__in=held).values_list("pk", "state", "finished_at")
+    finished = {pk: at for pk, state, at in rows if state in FINISHED_STATES and at is not None}
+    known = {pk for pk, _, _ in rows}
+    over = [
+        job_id
+        for job_id, changed in held.items()
+        if (job_id not in known and changed < cutoff.timestamp()) or finished.get(job_id, now) < cutoff
+    ]
+    gone = backend.expire(before=cutoff.timestamp(), jobs_over=over, dry_run=dry_run)
+    sentence = f"removed {{}}: over for more than {days} day{'s' if days != 1 else ''} (JOBS_LOCAL_KEEP_DAYS)"
+    return [Action("expired_files", str(path), sentence.format(path), done=not dry_run) for path in gone]
+
+
 register_holder_kind(AllocationKind.JOB, judge_attempts, on_closed=note_closed)
 register_step("jobs-unknown", stop_unknown_attempts, order=10)
 register_step("jobs-vanished", heal_vanished_attempts, order=20)
+register_step("jobs-expire-local", expire_local_files, order=30)

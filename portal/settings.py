@@ -323,12 +323,26 @@ if INVENTORY_BACKEND == "kubernetes":
 # Where jobs run: subprocesses on this machine (local: the run command, the demo, tests) or batch/v1 Jobs.
 # Outside DEBUG the cluster, unless SINGLE_MACHINE_LAB (see "Where user code runs" below).
 JOBS_BACKEND = envchoice("JOBS_BACKEND", "local" if DEBUG else "kubernetes", ("local", "kubernetes"))
-# Local jobs run sandboxed (jobs/backends/sandbox.py: bubblewrap, no network, none of the portal's files): as this
-# user when the portal runs as root, with each rank's log capped at JOBS_LOG_MAX_BYTES and at most this many
-# processes of that user.
+# Local jobs run sandboxed (jobs/backends/sandbox.py: bubblewrap, no network, none of the portal's files), with each
+# rank's log capped at JOBS_LOG_MAX_BYTES and at most JOBS_LOCAL_MAX_PROCESSES processes of their user.
+# When the portal runs as root, each person's jobs (and local notebooks) run as a uid of their own:
+# JOBS_LOCAL_UID_BASE + their portal user id, below JOBS_LOCAL_UID_BASE + JOBS_LOCAL_UID_COUNT (keep that range free
+# of the machine's users and subuid ranges); 0 as the base, or a job without an owner, runs as JOBS_LOCAL_UID/GID.
 JOBS_LOCAL_UID = envint("JOBS_LOCAL_UID", 65534, minimum=1)
 JOBS_LOCAL_GID = envint("JOBS_LOCAL_GID", 65534, minimum=1)
+JOBS_LOCAL_UID_BASE = envint("JOBS_LOCAL_UID_BASE", 1_000_000_000, minimum=0)
+JOBS_LOCAL_UID_COUNT = envint("JOBS_LOCAL_UID_COUNT", 1_000_000, minimum=1)
+if JOBS_LOCAL_UID_BASE + JOBS_LOCAL_UID_COUNT > 2**32 - 2:
+    raise ImproperlyConfigured("JOBS_LOCAL_UID_BASE + JOBS_LOCAL_UID_COUNT must stay below 4294967294 (uid_t).")
 JOBS_LOCAL_MAX_PROCESSES = envint("JOBS_LOCAL_MAX_PROCESSES", 4096, minimum=16)
+# What a local job's work dir and checkpoints may hold on disk together (a quantity: "20Gi", "500Mi"; 0: no limit):
+# past it the job is stopped (disk_quota_exceeded). Its /tmp (memory) is as large.
+JOBS_DISK_QUOTA = envstr("JOBS_DISK_QUOTA", "20Gi")
+if not re.fullmatch(r"\d+(\.\d+)?([KMGTP]i?)?", JOBS_DISK_QUOTA):
+    raise ImproperlyConfigured(f"JOBS_DISK_QUOTA must be a quantity such as 20Gi or 500Mi, got {JOBS_DISK_QUOTA!r}.")
+# Finished attempts' work dirs and the checkpoints of jobs that are over are removed after this many days (the
+# reconciler); their logs stay.
+JOBS_LOCAL_KEEP_DAYS = envint("JOBS_LOCAL_KEEP_DAYS", 7, minimum=1)
 JOBS_LOG_MAX_BYTES = envint("JOBS_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # One answer of the logs API (and the job page) holds at most this much of a log; more is paged by byte offsets.
 # From Kubernetes the portal also reads no further than JOBS_LOG_MAX_BYTES into a pod's log per request.

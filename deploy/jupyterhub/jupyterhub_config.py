@@ -33,7 +33,11 @@ Environment (a required one missing stops the hub with a sentence saying which):
                                 "echo": in-process HTTP responders (benchmarks, tests);
                                 "kubernetes": KubeSpawner on the lab's cluster
     HUB_ECHO_START_DELAY_S      echo only: seconds each start takes; default 0
-    HUB_LOCAL_UID, HUB_LOCAL_GID  local only: the user a hub running as root runs servers as; default 65534 (nobody)
+    HUB_LOCAL_UID_BASE          local only, a hub running as root: each person's servers run as this + their portal
+                                user id (the portal's JOBS_LOCAL_UID_BASE, so their jobs and notebooks share one
+                                uid); default 1000000000; 0: everyone as HUB_LOCAL_UID
+    HUB_LOCAL_UID_COUNT         how many uids from the base are the portal's (JOBS_LOCAL_UID_COUNT); default 1000000
+    HUB_LOCAL_UID, HUB_LOCAL_GID  local only: the user of servers without a uid of their own; default 65534 (nobody)
   With HUB_SPAWNER=kubernetes:
     HUB_NAMESPACE               where notebook pods and home volumes live; default gpu-lab-notebooks
     HUB_GPU_SHARING             timeslice (default), hami or none: how a GPU share becomes a resource request
@@ -248,10 +252,12 @@ elif spawner_kind == "local":
     load_sandbox()  # stops the hub with a sentence if servers could not run sandboxed (never unsandboxed)
     c.JupyterHub.spawner_class = "portal_hub.spawners.LocalSpawner"
     # jupyterhub-singleuser with JupyterLab from the hub's own environment (the portal's .venv), in the sandbox
-    # as an unprivileged user (HUB_LOCAL_UID/GID when the hub runs as root; default nobody).
+    # as an unprivileged user (when the hub runs as root: the person's own uid, see HUB_LOCAL_UID_BASE).
     c.Spawner.cmd = [str(Path(sys.executable).parent / "jupyterhub-singleuser")]
     c.LocalSpawner.sandbox_uid = _int("HUB_LOCAL_UID", 65534, minimum=1)
     c.LocalSpawner.sandbox_gid = _int("HUB_LOCAL_GID", 65534, minimum=1)
+    c.LocalSpawner.tenant_uid_base = _int("HUB_LOCAL_UID_BASE", 1_000_000_000)
+    c.LocalSpawner.tenant_uid_count = _int("HUB_LOCAL_UID_COUNT", 1_000_000, minimum=1)
     c.SimpleLocalProcessSpawner.home_dir_template = str(data_dir / "homes" / "{username}")
     # Kept in the hub's process group, so whoever stops that group stops the notebooks too.
     c.LocalProcessSpawner.popen_kwargs = {"start_new_session": False}

@@ -107,6 +107,8 @@ class JobSpec:
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
     display_name: str = ""
     owner: str = ""
+    # The portal user's id: the local backend runs each person's jobs as a uid of their own (JOBS_LOCAL_UID_BASE).
+    owner_id: int | None = None
     course: str = ""
     namespace: str = ""
     datasets: tuple[DatasetVolume, ...] = ()

@@ -6,14 +6,18 @@ knows is in that directory (spec, pids, exit status, logs), so a restarted worke
 one stopped, and a dispatch that runs twice never starts the attempt twice: the runner holds a lock on
 the directory for its whole life and refuses to run an attempt that is running or finished.
 
-Each rank runs the job's argv (never a shell) in a bubblewrap sandbox (sandbox.py): as an unprivileged user
-(JOBS_LOCAL_UID), seeing only the system's programs, its Python, its work dir and checkpoints (writable) and
-its datasets (read-only), never the portal's files, processes, database or sockets; with a loopback of its
-own per attempt (the torchrun rendezvous variables on 127.0.0.1 work between its ranks), a small environment
-of its own (not the worker's: no secrets leak), CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it,
-rlimits on CPU time, memory, processes and file size, and its output in rank-N.log, capped at
-JOBS_LOG_MAX_BYTES (read back a page at a time: logs.py). Without bwrap a job is refused, never run
-unsandboxed. The container image is recorded but not used.
+Each rank runs the job's argv (never a shell) in a bubblewrap sandbox (sandbox.py): as an unprivileged user,
+seeing only the system's programs, its Python, its work dir and checkpoints (writable) and its datasets
+(read-only), never the portal's files, processes, database or sockets; with a loopback of its own per attempt
+(the torchrun rendezvous variables on 127.0.0.1 work between its ranks), a small environment of its own (not the
+worker's: no secrets leak; applied only in the sandbox's last, unprivileged exec), a passwd entry, HOME, USER and
+LOGNAME, CUDA_VISIBLE_DEVICES set to the GPUs the policy assigned it, a seccomp filter, rlimits on CPU time,
+memory, processes and file size, and its output in rank-N.log, capped at JOBS_LOG_MAX_BYTES (read back a page at
+a time: logs.py). Without bwrap a job is refused, never run unsandboxed. The container image is recorded but not
+used.
+
+Who a job runs as (one uid per person), what it may be bound to, its disk quota and when its files go:
+local_files.py.
 """
 
 from __future__ import annotations
@@ -27,12 +31,12 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from django.conf import settings
 
-from jobs.backends import sandbox
+from jobs.backends import local_files, sandbox
 from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from jobs.backends.logs import Ask, last_lines
@@ -63,6 +67,7 @@ def _free_port() -> int:
 
 class LocalJobs:
     name = "local"
+    disk_check_s = 5.0
 
     def __init__(self, root: Path | str | None = None, grace_s: int | None = None) -> None:
         self.root = Path(root if root is not None else settings.JOBS_LOCAL_DIR)
@@ -103,32 +108,28 @@ class LocalJobs:
         why = sandbox.missing()
         if why is not None:
             raise BackendError(f"Job {spec.name} cannot run on this machine: {why}", retryable=False)
+        uid, gid = local_files.tenant(spec)
+        problems = local_files.dataset_problems(spec, self.root)
+        if problems:
+            raise BackendError(f"Job {spec.name} cannot be created: {'; '.join(problems)}.", retryable=False)
         directory = self._dir(spec.ref)
         try:
             (directory / "work").mkdir(parents=True, exist_ok=True)
             if spec.checkpoint:
                 self.checkpoint_dir(spec.job_id).mkdir(parents=True, exist_ok=True)
-            self._give_to_job(directory / "work", self.checkpoint_dir(spec.job_id) if spec.checkpoint else None)
+            checkpoints = self.checkpoint_dir(spec.job_id) if spec.checkpoint else None
+            local_files.give_to_job(uid, gid, directory / "work", checkpoints)
             with self._launch_lock(directory):
                 if (directory / "exit.json").exists() or self._runner_alive(directory):
                     return self.status(spec.ref)
                 if (directory / "launched").exists():
                     return self.status(spec.ref)  # it ran and its runner was lost: never run an attempt twice
-                _write_json(directory / "spec.json", self._runner_spec(spec, directory))
+                _write_json(directory / "spec.json", self._runner_spec(spec, directory, uid=uid, gid=gid))
                 pid = self._spawn(directory)
                 (directory / "launched").write_text(str(pid))
         except OSError as exc:
             raise BackendError(f"Could not start job {spec.name} here: {exc}", retryable=True) from exc
         return self.status(spec.ref)
-
-    @staticmethod
-    def _give_to_job(*paths: Path | None) -> None:
-        """A portal running as root runs jobs as JOBS_LOCAL_UID: their writable dirs must be theirs."""
-        if os.geteuid() != 0:
-            return
-        for path in paths:
-            if path is not None:
-                os.chown(path, settings.JOBS_LOCAL_UID, settings.JOBS_LOCAL_GID)
 
     def _limits(self, spec: JobSpec) -> dict:
         """rlimits of each rank, from the cluster's per-GPU shares: CPU seconds over its runtime, memory, files."""
@@ -142,11 +143,17 @@ class LocalJobs:
             "core": 0,
         }
 
-    def _runner_spec(self, spec: JobSpec, directory: Path) -> dict:
+    def _runner_spec(self, spec: JobSpec, directory: Path, *, uid: int | None = None, gid: int | None = None) -> dict:
+        if uid is None or gid is None:
+            uid, gid = local_files.tenant(spec)
+        user = sandbox.Identity.user_name(spec.owner or "job")
         port = _free_port() if spec.nodes > 1 else int(settings.JOBS_MASTER_PORT)
+        quota = sandbox.quantity(settings.JOBS_DISK_QUOTA)
         base = {
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.defpath.lstrip(os.pathsep)]),
             "HOME": str(directory / "work"),
+            "USER": user,
+            "LOGNAME": user,
             "TMPDIR": str(directory / "work"),
             "LANG": "C.UTF-8",
             "PYTHONUNBUFFERED": "1",
@@ -181,11 +188,16 @@ class LocalJobs:
             "ranks": ranks,
             "log_max_bytes": settings.JOBS_LOG_MAX_BYTES,
             "sandbox": {
-                "uid": settings.JOBS_LOCAL_UID,
-                "gid": settings.JOBS_LOCAL_GID,
+                "uid": uid,
+                "gid": gid,
+                "user": user,
+                "home": str(directory / "work"),
                 "writable": writable,
                 "readable": readable,
                 "limits": self._limits(spec),
+                "disk_quota": quota,
+                "disk_check_s": self.disk_check_s,
+                "tmp_size": quota,
             },
         }
 
@@ -332,6 +344,12 @@ class LocalJobs:
         lines, cut = last_lines(data, ask.tail_lines, more_before=start > 0)
         end = start + len(data)
         return LogPage(lines, end - len(lines), end, size, cut)
+
+    def checkpoint_jobs(self) -> dict[int, float]:
+        return local_files.checkpoint_jobs(self.root)
+
+    def expire(self, *, before: float, jobs_over: Iterable[int] = (), dry_run: bool = False) -> list[Path]:
+        return local_files.expire(self.root, before=before, jobs_over=jobs_over, dry_run=dry_run)
 
     def purge(self, job_id: int) -> None:
         """Drop the job's checkpoints and the directories of its finished attempts."""

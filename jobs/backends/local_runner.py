@@ -6,11 +6,16 @@ It takes an exclusive lock on DIR/run.lock for as long as it lives, so one attem
 second runner finds the lock taken (prints "busy") or the attempt finished (prints "done") and leaves.
 Otherwise it prints "ok", detaches (double fork, new session), enters a network namespace of its own (only a
 loopback, shared by the attempt's ranks), starts one process per rank from DIR/spec.json (argv, never a
-shell, inside the bubblewrap sandbox of sandbox.py with the spec's rlimits; own process group; output through
-a pipe to DIR/rank-N.log, which stops at log_max_bytes), records their pids in DIR/state.json, and watches them:
+shell, inside the bubblewrap sandbox of sandbox.py as the spec's user, with its rlimits; bwrap and setpriv with
+the portal's fixed environment, the rank's own applied only in the sandbox's last exec; own process group; output
+through a pipe to DIR/rank-N.log, which stops at log_max_bytes), records their pids in DIR/state.json, and watches
+them:
 - a rank that fails stops the others (the attempt fails, as a Kubernetes Job with backoffLimit 0 does);
 - past max_runtime_s, or when DIR/stop appears (cancel), every rank gets SIGTERM, then SIGKILL after the
   grace period;
+- every disk_check_s it adds up what the attempt's writable directories (work dir and checkpoints) hold on disk;
+  past the spec's disk_quota every rank is killed at once (a grace period would only let it write more) and the
+  attempt fails with reason disk_quota_exceeded and a message with the usage and the limit;
 and finally writes DIR/exit.json. `--reap` is for a runner that was lost (machine restart): it stops the
 ranks it left behind and writes exit.json. Standard library only: it must not import Django.
 """
@@ -31,8 +36,10 @@ from pathlib import Path
 
 if __package__:
     from jobs.backends import sandbox
+    from jobs.backends.disk import MAX_DEPTH, TooDeep, disk_usage, size_text
 else:  # run as a script: its own directory is on sys.path
     import sandbox
+    from disk import MAX_DEPTH, TooDeep, disk_usage, size_text
 
 POLL_S = 0.1
 # After the last rank ended, how long what its leftovers wrote is still read into the log.
@@ -40,6 +47,7 @@ DRAIN_S = 2.0
 TRUNCATED = "[log truncated at {} bytes (JOBS_LOG_MAX_BYTES): the rest of this rank's output was dropped]\n"
 # Status probes take the run lock for an instant to see whether a runner holds it.
 LOCK_WAIT_S = 2.0
+DISK_CHECK_S = 5.0
 
 
 def write_json(path: Path, data: dict) -> None:
@@ -204,39 +212,46 @@ def run(root: Path) -> dict:
         sandbox.enter_private_network()
     except OSError as exc:
         return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r} sandboxed: {exc.strerror}")
-    argv = sandbox.command(
-        spec["argv"],
-        cwd=spec["cwd"],
-        writable=box.get("writable", [spec["cwd"]]),
-        readable=box.get("readable", []),
-        uid=int(box.get("uid", sandbox.NOBODY)),
-        gid=int(box.get("gid", sandbox.NOBODY)),
-        hostname=root.name,
-    )
-    limits = sandbox.limiter(box.get("limits", {}))
+    try:
+        identity = sandbox.Identity(
+            uid=int(box.get("uid", sandbox.NOBODY)),
+            gid=int(box.get("gid", sandbox.NOBODY)),
+            name=box.get("user", "user"),
+            home=box.get("home", spec["cwd"]),
+        )
+    except ValueError as exc:
+        return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {exc}")
+    writable = box.get("writable", [spec["cwd"]])
     procs: list[subprocess.Popen] = []
     logs: list[RankLog] = []
     for rank in spec["ranks"]:
         reader, writer = os.pipe()
         try:
             procs.append(
-                subprocess.Popen(  # noqa: S603 - bwrap, then argv from the portal's job spec, never a shell
-                    argv,
+                sandbox.start(
+                    spec["argv"],
                     env=rank["env"],
+                    identity=identity,
+                    cwd=spec["cwd"],
+                    writable=writable,
+                    readable=box.get("readable", []),
+                    hostname=root.name,
+                    limits=box.get("limits", {}),
+                    tmp_size=int(box.get("tmp_size", 0)),
                     stdin=subprocess.DEVNULL,
                     stdout=writer,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
-                    preexec_fn=limits,  # noqa: PLW1509 - the runner has one thread
                 )
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             os.close(reader)
             os.close(writer)
             for proc in procs:
                 signal_group(proc.pid, signal.SIGKILL)
-            return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {exc.strerror}")
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {why}")
         os.close(writer)
         logs.append(RankLog(root / f"rank-{rank['rank']}.log", reader, int(spec.get("log_max_bytes", 0))))
     ranks = [
@@ -246,6 +261,8 @@ def run(root: Path) -> dict:
     write_json(root / "state.json", {"runner_pid": os.getpid(), "started_at": started_at, "ranks": ranks})
 
     deadline = started_at + float(spec["max_runtime_s"])
+    quota, every = int(box.get("disk_quota", 0)), float(box.get("disk_check_s", DISK_CHECK_S))
+    next_check, used = started_at + every, 0
     reason = None
     kill_at = None
     grace = float(spec["grace_s"])
@@ -254,6 +271,12 @@ def run(root: Path) -> dict:
         if all(code is not None for code in codes):
             break
         now = time.time()
+        if reason is None and quota > 0 and now >= next_check:
+            next_check = now + every
+            try:
+                used = disk_usage(writable)
+            except TooDeep:
+                used = -1  # not measurable: over its quota
         if reason is None:
             requested = stop_requested(root)
             if requested is not None:
@@ -262,9 +285,15 @@ def run(root: Path) -> dict:
                 reason = "deadline_exceeded"
             elif any(code not in (None, 0) for code in codes):
                 reason = "failed"
+            elif quota > 0 and (used > quota or used < 0):
+                reason, grace = "disk_quota_exceeded", 0
             if reason is not None:
                 for proc, code in zip(procs, codes, strict=True):
-                    if code is None:
+                    if code is not None:
+                        continue
+                    if reason == "disk_quota_exceeded":
+                        signal_group(proc.pid, signal.SIGKILL)  # no grace: it would only write more
+                    else:
                         terminate(proc.pid)
                 kill_at = now + grace
         elif kill_at is not None and now >= kill_at:
@@ -289,6 +318,10 @@ def run(root: Path) -> dict:
         "failed": f"exit codes {exit_codes}",
         "deadline_exceeded": f"stopped at its max runtime of {spec['max_runtime_s']} s",
         "cancelled": "cancelled",
+        "disk_quota_exceeded": f"stopped: its work and checkpoint directories held {size_text(used)} on disk, more "
+        f"than its disk quota of {size_text(quota)} (JOBS_DISK_QUOTA)"
+        if used >= 0
+        else f"stopped: its directories are nested more than {MAX_DEPTH} deep, too deep for its disk quota to measure",
     }
     return {
         "phase": "succeeded" if reason == "completed" else "failed",

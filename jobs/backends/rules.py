@@ -1,7 +1,13 @@
-"""The Kubernetes rules the OpenAPI schemas do not carry: names, label keys and values, quantities.
+"""The Kubernetes rules the OpenAPI schemas do not carry: names, label keys and values, quantities; and the
+environment variables a job may not set.
 
-The API server enforces them (a 422 Invalid); checking before sending turns a bad manifest into a clear,
+The API server enforces the first (a 422 Invalid); checking before sending turns a bad manifest into a clear,
 non-retryable error, and lets the tests check every manifest the backend builds.
+
+The second is the one list of variables that the program loader, the C library or a Python launcher read at start
+(`env_reader`): the API and the web form refuse them (jobs/services/validation.py) and the sandbox keeps them out of
+every process that runs with rights (jobs/backends/sandbox.py). Standard library only: the job runner and the hub
+load this file without Django.
 """
 
 from __future__ import annotations
@@ -18,6 +24,47 @@ PORT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 # k8s.io/apimachinery resource.Quantity: a signed decimal number, then a binary or decimal SI suffix or an exponent.
 QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
 ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+# Who reads a variable before the job's own code runs: "loader" (ld.so), "libc" (glibc's list of variables it
+# ignores in setuid programs, sysdeps/generic/unsecvars.h, and its allocator's), "python" (the interpreter at start).
+# Names are case-sensitive on Linux: ld.so reads LD_PRELOAD and nothing else, so ld_preload is an ordinary name.
+ENV_READ_BY_LIBC = frozenset(
+    {
+        "GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH", "NIS_PATH", "NLSPATH",
+        "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR",
+    }
+)  # fmt: skip
+ENV_PREFIXES = (("LD_", "loader"), ("MALLOC_", "libc"), ("GLIBC_", "libc"), ("PYTHON", "python"))
+# Python variables that only change how a program prints, hashes or buffers: they load no code from anywhere.
+ENV_PYTHON_HARMLESS = frozenset(
+    {"PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONUTF8",
+     "PYTHONFAULTHANDLER"}
+)  # fmt: skip
+ENV_READERS = {
+    "loader": "the system's program loader",
+    "libc": "the C library",
+    "python": "Python when it starts",
+}
+
+
+def env_reader(name: str) -> str | None:
+    """Who reads `name` at a program's start ("loader", "libc", "python"), or None for a name a job may set."""
+    if name in ENV_READ_BY_LIBC:
+        return "libc"
+    if name in ENV_PYTHON_HARMLESS:
+        return None
+    for prefix, reader in ENV_PREFIXES:
+        if name.startswith(prefix):
+            return reader
+    return None
+
+
+def env_refusal(name: str) -> str | None:
+    """Why a job may not set `name` (an English sentence for logs; the API's own is translated), or None."""
+    reader = env_reader(name)
+    if reader is None:
+        return None
+    return f"{name} is read by {ENV_READERS[reader]} and may not be set by a job."
 
 
 def is_dns1123_label(value: str) -> bool:

@@ -53,6 +53,7 @@ def job_spec(job: Job) -> JobSpec:
         env=dict(job.env),
         display_name=job.name,
         owner=job.owner.username,
+        owner_id=job.owner_id,
         course=job.course.code if job.course_id else "",
         datasets=datasets,
     )

@@ -15,8 +15,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
+from jobs.backends.rules import env_reader
 from jobs.models import Dataset, PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
@@ -31,6 +34,12 @@ MAX_ENV = 64
 MAX_ENV_VALUE = 4096
 MAX_DATASETS = 16
 SHELL_HINT = 'Give the command as a list of arguments (argv), e.g. ["python", "train.py", "--epochs", "3"].'
+# Who reads the variables a job may not set (jobs.backends.rules.env_reader), as the refusal names them.
+ENV_READERS = {
+    "loader": gettext_lazy("the system's program loader"),
+    "libc": gettext_lazy("the C library"),
+    "python": gettext_lazy("Python when it starts"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +117,11 @@ def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
             errors["env"] = f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit)."
         elif name in RESERVED_ENV or name.startswith("DATASET_"):
             errors["env"] = f"{name} is set by the portal and may not be overridden."
+        elif (reader := env_reader(name)) is not None:
+            errors["env"] = _(
+                "%(name)s is read by %(reader)s and may not be set by a job; set it in the job's own script if "
+                "the program needs it."
+            ) % {"name": name, "reader": ENV_READERS[reader]}
         elif not isinstance(value, str):
             errors["env"] = f"The value of {name} must be a string."
         elif len(value) > MAX_ENV_VALUE or "\x00" in value:

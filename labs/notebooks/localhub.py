@@ -266,6 +266,9 @@ class LocalHub:
             "HUB_LOG_LEVEL": self.log_level,
             "HUB_CONCURRENT_SPAWN_LIMIT": str(self.concurrent_spawn_limit),
             "HUB_SPAWNER": self.spawner,
+            # Local servers run as their person's uid: the same one as their local jobs.
+            "HUB_LOCAL_UID_BASE": str(_setting("JOBS_LOCAL_UID_BASE")),
+            "HUB_LOCAL_UID_COUNT": str(_setting("JOBS_LOCAL_UID_COUNT")),
         }
         env.update(self.extra_env)
         return env

@@ -146,6 +146,7 @@ def _options(session: NotebookSession, gpu: Gpu, max_seconds: int) -> dict:
         "gpu_index": gpu.index,
         "gpu_uuid": gpu.uuid or "",
         "max_seconds": max_seconds,
+        "user_id": session.user_id,  # a local server runs as the person's own uid (the hub's LocalSpawner)
     }
     options["sig"] = sign(options, settings.NOTEBOOKS_HUB_TOKEN)
     return options

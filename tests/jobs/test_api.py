@@ -98,6 +98,34 @@ def test_bad_input_is_400_naming_the_field_and_queues_nothing(api_as, change, fi
     assert not Job.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("name", "reader"),
+    [
+        ("LD_PRELOAD", "the system's program loader"),
+        ("LD_LIBRARY_PATH", "the system's program loader"),
+        ("GCONV_PATH", "the C library"),
+        ("MALLOC_CHECK_", "the C library"),
+        ("GLIBC_TUNABLES", "the C library"),
+        ("PYTHONPATH", "Python when it starts"),
+    ],
+)
+def test_a_variable_the_loader_libc_or_python_reads_is_a_400_naming_it(api_as, name, reader):
+    response = api_as("student").post(URL, {**GOOD, "env": {"EPOCHS": "3", name: "/tmp/x"}}, format="json")
+    assert response.status_code == 400, response.json()
+    body = response.json()
+    assert body["code"] == "invalid" and set(body["fields"]) == {"env"}
+    sentence = f"{name} is read by {reader} and may not be set by a job"
+    assert sentence in str(body["fields"]["env"]) and sentence in body["detail"]
+    assert not Job.objects.exists()
+
+
+def test_ordinary_and_harmless_python_variables_are_accepted(api_as):
+    env = {"ld_preload": "x", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1", "WANDB_MODE": "offline"}
+    response = api_as("student").post(URL, {**GOOD, "env": env}, format="json")
+    assert response.status_code == 201, response.json()
+    assert Job.objects.get().env == env
+
+
 @pytest.mark.parametrize("missing", ["name", "image", "command", "gpus", "max_runtime_s"])
 def test_missing_fields_are_named(api_as, missing):
     body = {k: v for k, v in GOOD.items() if k != missing}

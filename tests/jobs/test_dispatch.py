@@ -2,12 +2,15 @@
 and the Kubernetes backend against the fake batch/v1 server."""
 
 import datetime as dt
+import os
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from jobs import tasks
 from jobs.backends.base import JobRef
+from jobs.backends.local import LocalJobs
 from jobs.models import Job, JobState, StopReason
 from jobs.services import job_cancel, job_submit, scheduling_pass
 from jobs.services.dispatch import job_logs, job_spec, jobs_follow
@@ -67,6 +70,36 @@ def test_a_failing_job_is_failed_with_its_exit_code(local_backend, sam, django_c
     assert job.exit_code == 3
     assert "exit code 3" in job.events.last().reason
     assert "boom" in job_logs(job=job).text
+
+
+def test_a_job_past_its_disk_quota_fails_with_its_usage_on_its_page_and_in_the_api(
+    local_backend, sam, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.JOBS_DISK_QUOTA = "2Mi"
+    settings.JOBS_LOCAL_UID_BASE = 2_000_000_000 + (os.getpid() % 1_000_000) * 1000
+    settings.JOBS_LOCAL_UID_COUNT = 1000
+    monkeypatch.setattr(LocalJobs, "disk_check_s", 0.2)
+    code = (
+        "import os, time\n"
+        "open(os.path.join(os.environ['HOME'], 'big'), 'wb').write(os.urandom(3 * 1024 * 1024))\n"
+        "print('wrote', os.getuid(), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        job = python_job(sam, code, max_runtime_s=120)
+    with django_capture_on_commit_callbacks(execute=True):
+        follow_until(job, JobState.FAILED, timeout=60)
+    assert job_logs(job=job).text == f"wrote {settings.JOBS_LOCAL_UID_BASE + sam.pk}\n"  # sam's own uid
+    limit = "more than its disk quota of 2.0 MiB (JOBS_DISK_QUOTA)"
+    assert job.message.startswith("stopped: its work and checkpoint directories held ") and limit in job.message
+    assert job.events.get(to_state="failed").reason == f"failed (exit code 137): {job.message}"
+    client = APIClient()
+    client.force_authenticate(sam)
+    body = client.get(f"/api/v1/jobs/{job.pk}/").json()
+    assert body["status"] == "failed" and body["reason"] == job.message and body["exit_code"] == 137
+    client.force_login(sam)
+    assert limit in client.get(f"/jobs/{job.pk}/").content.decode()
+    assert not Allocation.objects.filter(ends_at__isnull=True).exists()
 
 
 def test_a_dispatch_interrupted_after_create_is_completed_by_redelivery_and_runs_once(local_backend, sam, tmp_path):

@@ -67,6 +67,15 @@ def test_the_form_shows_the_services_errors_and_queues_nothing(browser_client):
     assert not Job.objects.exists()
 
 
+def test_the_form_refuses_a_variable_the_program_loader_reads(browser_client):
+    response = browser_client("student").post("/jobs/new/", {**FORM, "env": "EPOCHS=3\nLD_PRELOAD=/tmp/fast.so"})
+    assert response.status_code == 400
+    assert "LD_PRELOAD is read by the system&#x27;s program loader and may not be set by a job" in (
+        response.content.decode()
+    )
+    assert not Job.objects.exists()
+
+
 def test_will_it_start_now_button(browser_client):
     client = browser_client("student")
     response = client.post("/jobs/new/", {**FORM, "action": "preview"})

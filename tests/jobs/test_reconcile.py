@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
+import os
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -22,7 +25,7 @@ from labs.models import Allocation
 from labs.reconcile import reconcile
 from tests.factories import UserFactory
 from tests.fakes.kube import FakeKube
-from tests.jobs.factories import IMAGE, ImageRuleFactory, lab
+from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab, local_backend_fixture  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 NS = "gpu-lab-jobs"
@@ -223,3 +226,60 @@ def test_the_reconciler_closes_a_finished_attempts_open_entry_and_says_so_in_its
 
 def test_jobref_identity_ignores_when_it_was_created():
     assert JobRef(1, 2, created_at=5.0) == JobRef(1, 2)
+
+
+# --- the local backend's files ---------------------------------------------------------------------------------------
+
+
+def leave_attempt(backend, job_id: int, attempt: int, finished: dt.datetime) -> Path:
+    """An attempt's directory as its runner leaves it: exit status, log, work dir; and the job's checkpoints."""
+    directory = backend.root / f"job-{job_id}-a{attempt}"
+    (directory / "work").mkdir(parents=True)
+    (directory / "work" / "scratch.bin").write_bytes(b"x" * 4096)
+    (directory / "rank-0.log").write_text("epoch 1\n")
+    stamp = finished.timestamp()
+    (directory / "exit.json").write_text(json.dumps({"phase": "succeeded", "finished_at": stamp, "exit_codes": [0]}))
+    backend.checkpoint_dir(job_id).mkdir(parents=True, exist_ok=True)
+    (backend.checkpoint_dir(job_id) / "step").write_text("1")
+    return directory
+
+
+def test_old_local_work_dirs_and_the_checkpoints_of_jobs_over_go_after_the_keep_days(local_backend, sam, settings):
+    settings.JOBS_LOCAL_KEEP_DAYS = 7
+    settings.NOTEBOOKS_HUB_API_URL = "http://127.0.0.1:9/hub/api"  # no hub here: its steps are skipped
+    now = timezone.now()
+    old, recent = now - dt.timedelta(days=8), now - dt.timedelta(days=1)
+    done = JobFactory(owner=sam, state=JobState.SUCCEEDED, finished_at=old)
+    waiting = JobFactory(owner=sam, state=JobState.QUEUED, attempt=2)  # preempted 8 days ago, queued since
+    fresh = JobFactory(owner=sam, state=JobState.FAILED, finished_at=recent)
+    attempts = {
+        "done": leave_attempt(local_backend, done.pk, 1, old),
+        "waiting": leave_attempt(local_backend, waiting.pk, 1, old),
+        "fresh": leave_attempt(local_backend, fresh.pk, 1, recent),
+    }
+    orphan = local_backend.checkpoint_dir(done.pk + 1000)  # a job that no longer exists
+    orphan.mkdir()
+    os.utime(orphan, (old.timestamp(), old.timestamp()))
+
+    preview = reconcile(now=now, dry_run=True)
+    expected = {
+        str(attempts["done"] / "work"),
+        str(attempts["waiting"] / "work"),
+        str(local_backend.checkpoint_dir(done.pk)),
+        str(orphan),
+    }
+    assert {a.target for a in preview.actions if a.kind == "expired_files"} == expected
+    assert all(path.exists() for path in map(Path, expected))  # a dry run removes nothing
+
+    report = reconcile(now=now)
+    actions = [a for a in report.actions if a.kind == "expired_files"]
+    assert {a.target for a in actions} == expected
+    assert not [error for error in report.errors if error.startswith("jobs")]
+    assert "over for more than 7 days (JOBS_LOCAL_KEEP_DAYS)" in actions[0].sentence
+    assert not any(path.exists() for path in map(Path, expected))
+    for directory in attempts.values():  # logs and exit status stay, for the job's page
+        assert (directory / "rank-0.log").read_text() == "epoch 1\n" and (directory / "exit.json").exists()
+    assert (local_backend.checkpoint_dir(waiting.pk) / "step").exists()  # it resumes from them
+    assert (attempts["fresh"] / "work" / "scratch.bin").exists()
+    assert (local_backend.checkpoint_dir(fresh.pk) / "step").exists()
+    assert not [a for a in reconcile(now=now).actions if a.kind == "expired_files"]  # a second pass: nothing

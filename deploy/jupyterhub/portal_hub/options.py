@@ -4,7 +4,10 @@ The portal starts every notebook as the named server ``nb{session}`` with a JSON
 
     {"session": 17, "profile": "pytorch-quarter", "image": "...", "gpu_share": 0.25, "gpu_mem_mb": 6141,
      "cpu": 2.0, "mem_gb": 8.0, "node": "gpu07", "gpu_index": 0, "gpu_uuid": "GPU-...", "max_seconds": 14400,
-     "sig": "<hex>"}
+     "user_id": 42, "sig": "<hex>"}
+
+(``user_id``, the portal user's id, gives a local server the person's own uid: spawners.LocalSpawner; options signed
+before it was added have none.)
 
 ``sig`` is HMAC-SHA256, keyed by the portal's service token, of the other keys as canonical JSON (sorted keys, no
 spaces). The hub runs `apply_user_options` before every spawner start, whoever asked for it (the portal, an admin on
@@ -60,6 +63,7 @@ class SessionOptions:
     gpu_index: int
     gpu_uuid: str
     max_seconds: int
+    user_id: int | None = None  # the portal user's (absent from options signed before it was added)
 
     @property
     def server_name(self) -> str:
@@ -132,6 +136,7 @@ def verify(options: Any, *, key: str, server_name: str) -> SessionOptions:
         gpu_index=_int(options, "gpu_index", minimum=0),
         gpu_uuid=_text(options, "gpu_uuid"),
         max_seconds=_int(options, "max_seconds", minimum=1),
+        user_id=_int(options, "user_id", minimum=1) if "user_id" in options else None,
     )
     # A signed set of options starts one server: the one named after its session.
     if server_name != session.server_name:

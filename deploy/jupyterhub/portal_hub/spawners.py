@@ -2,10 +2,20 @@
 
 A local server never runs as the hub: `LocalSpawner` starts it in the portal's bubblewrap sandbox
 (jobs/backends/sandbox.py in the checkout: an unprivileged user, only the Python, the student's home and a socket
-directory, own pid and network namespaces, a new session, killed with the hub). Its network is a loopback of its
-own; relay.py inside and the spawner outside carry exactly two things through unix sockets: the proxy's requests
-to the server and the server's requests to the hub API. PostgreSQL, Redis or anything else on the machine's
-loopback is out of reach.
+directory, own pid and network namespaces, a seccomp filter, a passwd entry for its user, a new session, killed
+with the hub). Its network is a loopback of its own; relay.py inside and the spawner outside carry exactly two
+things through unix sockets: the proxy's requests to the server and the server's requests to the hub API.
+PostgreSQL, Redis or anything else on the machine's loopback is out of reach.
+
+The server's environment (`get_env()`: the hub API token among others) never reaches bwrap or setpriv, which run
+with rights and the portal's fixed environment: the sandbox's exec shim applies it in the server's own exec. Names
+the loader, the C library or Python read at start (the hub's PYTHONPATH, an operator's LD_LIBRARY_PATH, ...) are
+dropped from it: they name the hub's machine, not the sandbox.
+
+Each person's servers run as a uid of their own when the hub runs as root (`tenant_uid_base` + the portal user's
+id, the same uid as their local jobs: JOBS_LOCAL_UID_BASE), so one person's processes never count against another's
+RLIMIT_NPROC. The portal user's id comes from `tenant_id` (default: the `user_id` the portal signs into the
+options); without one, a server runs as `sandbox_uid`, shared.
 
 Both end a session when its time is up (the portal's ``max_seconds``): the hub polls every server every
 ``poll_interval`` seconds, and a server past its end is stopped by that poll and reported gone, which makes the hub
@@ -34,7 +44,7 @@ from tornado import web
 from tornado.escape import xhtml_escape
 from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
-from traitlets import Float, Integer, Unicode
+from traitlets import Callable, Float, Integer, Unicode
 
 HERE = Path(__file__).resolve().parent
 RELAY = HERE / "relay.py"
@@ -49,9 +59,13 @@ def load_sandbox() -> Any:
             f"HUB_SPAWNER=local runs notebooks in the portal's sandbox ({SANDBOX} in the portal's checkout), which "
             "is not here: run the hub from the checkout (manage.py run_hub) or use HUB_SPAWNER=kubernetes."
         )
-    spec = importlib.util.spec_from_file_location("portal_sandbox", SANDBOX)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if "portal_sandbox" in sys.modules:
+        module = sys.modules["portal_sandbox"]
+    else:
+        spec = importlib.util.spec_from_file_location("portal_sandbox", SANDBOX)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["portal_sandbox"] = module  # before it runs: its dataclasses look themselves up there
+        spec.loader.exec_module(module)
     why = module.missing()
     if why is not None:
         raise SystemExit(f"HUB_SPAWNER=local: {why}")
@@ -187,11 +201,69 @@ class EchoSpawner(SessionClock, Spawner):
         return None
 
 
+def portal_user_id(spawner: Any) -> int | None:
+    """The portal user's id of the spawner's user, from the options the portal signed (None if they hold none).
+
+    `LocalSpawner.tenant_id` can point elsewhere (c.LocalSpawner.tenant_id = a function of the spawner): the
+    user's auth_state, or a hub user name derived from the portal user's id.
+    """
+    opts = getattr(spawner, "session_options", None)
+    return getattr(opts, "user_id", None)
+
+
+def give_to(path: Path, uid: int, gid: int) -> None:
+    """The directory is the user's, 0700; one another uid held (before uids were per person) is given over whole."""
+    os.chmod(path, 0o700)
+    if os.geteuid() != 0 or os.lstat(path).st_uid == uid:
+        return
+    os.chown(path, uid, gid)
+    for _, dirnames, filenames, dirfd in os.fwalk(path, follow_symlinks=False):
+        for name in dirnames + filenames:
+            with contextlib.suppress(OSError):
+                os.chown(name, uid, gid, dir_fd=dirfd, follow_symlinks=False)
+
+
+def start_server(
+    sandbox: Any,
+    command: list[str],
+    *,
+    env: dict[str, str],
+    identity: Any,
+    sockets: Path,
+    port: int,
+    hub_port: int,
+    limits: dict[str, int],
+    **popen_kwargs: Any,
+) -> subprocess.Popen:
+    """Start a server's command in the sandbox behind relay.py (the LocalSpawner's way, for it and the tests)."""
+    relay = [sys.executable, str(RELAY), str(sockets), str(port), str(hub_port), "--"]
+    server_env = {name: value for name, value in env.items() if sandbox.rules.env_reader(name) is None}
+    return sandbox.start(
+        [*relay, *command],
+        env={**server_env, **identity.env()},
+        identity=identity,
+        cwd=identity.home,
+        writable=[identity.home, str(sockets)],
+        readable=[str(RELAY)],
+        hostname="notebook",
+        unshare_net=True,
+        new_session=True,
+        die_with_parent=True,
+        limits=limits,
+        **popen_kwargs,
+    )
+
+
 class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
     """Real `jupyterhub-singleuser` processes on this machine, each in the sandbox (see the module's docstring)."""
 
-    sandbox_uid = Integer(65534, config=True, help="The user servers run as (the hub running as root drops to it).")
+    sandbox_uid = Integer(65534, config=True, help="The user servers run as without a uid of their own.")
     sandbox_gid = Integer(65534, config=True, help="Its group.")
+    tenant_uid_base = Integer(
+        0, config=True, help="A person's servers run as this + their portal user id (0: everyone as sandbox_uid)."
+    )
+    tenant_uid_count = Integer(1_000_000, config=True, help="How many uids from tenant_uid_base are the portal's.")
+    tenant_id = Callable(portal_user_id, config=True, help="The spawner's user's portal user id, or None.")
     max_processes = Integer(1024, config=True, help="RLIMIT_NPROC of a server.")
 
     _relays: list[asyncio.base_events.Server] | None = None
@@ -199,6 +271,18 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
     def _socket_dir(self) -> Path:
         # Short (a unix socket path has at most 107 bytes): beside the homes, one per server.
         return Path(self.home_dir).parent.parent / "run" / f"{self.user.id}-{self.name or 'default'}"
+
+    def sandbox_identity(self, sandbox: Any) -> Any:
+        """Who the server runs as: the person's own uid (see the module's docstring), else the shared one."""
+        number = self.tenant_id(self)
+        if self.tenant_uid_base and isinstance(number, int) and 0 < number < self.tenant_uid_count:
+            uid = gid = self.tenant_uid_base + number
+        else:
+            if self.tenant_uid_base:
+                self.log.warning("%s has no portal user id: it runs as the shared uid", self._log_name)
+            uid, gid = self.sandbox_uid, self.sandbox_gid
+        name = sandbox.Identity.user_name(self.user.name)
+        return sandbox.Identity(uid=uid, gid=gid, name=name, home=os.path.normpath(os.path.abspath(self.home_dir)))
 
     async def start(self) -> Any:
         sandbox = load_sandbox()
@@ -209,27 +293,13 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
         if hub.hostname not in ("127.0.0.1", "localhost") or not hub.port:
             url = env.get("JUPYTERHUB_API_URL")
             raise RuntimeError(f"a sandboxed server reaches the hub on loopback only, not {url}")
-        home, sockets = Path(self.home_dir), self._socket_dir()
+        identity = self.sandbox_identity(sandbox)
+        home, sockets = Path(identity.home), self._socket_dir()
         shutil.rmtree(sockets, ignore_errors=True)
         for path in (home, sockets):
             path.mkdir(parents=True, exist_ok=True)
-            if os.geteuid() == 0:
-                os.chown(path, self.sandbox_uid, self.sandbox_gid)
-        await self._start_relays(sockets, hub.port)
-        command = [sys.executable, str(RELAY), str(sockets), str(self.port), str(hub.port), "--"]
-        command += [*self.cmd, *self.get_args()]
-        argv = sandbox.command(
-            command,
-            cwd=str(home),
-            writable=[str(home), str(sockets)],
-            readable=[str(RELAY)],
-            uid=self.sandbox_uid,
-            gid=self.sandbox_gid,
-            hostname="notebook",
-            unshare_net=True,
-            new_session=True,
-            die_with_parent=True,
-        )
+            give_to(path, identity.uid, identity.gid)
+        await self._start_relays(sockets, hub.port, identity)
         popen_kwargs = {"start_new_session": True, **self.popen_kwargs}
         limits = {"nproc": self.max_processes, "core": 0}
         opts = self.session_options
@@ -237,15 +307,25 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
             # The profile's memory (each process's heap) and CPU share over the session's length.
             limits["data"] = opts.mem_bytes
             limits["cpu"] = int(opts.cpu * opts.max_seconds) + 60
-        popen_kwargs["preexec_fn"] = sandbox.limiter(limits)
-        popen_kwargs["env"] = env
-        self.log.info("Spawning %s sandboxed on 127.0.0.1:%s", self._log_name, self.port)
-        self.proc = subprocess.Popen(argv, **popen_kwargs)  # noqa: S603 - bwrap, then the configured server
+        popen_kwargs.pop("preexec_fn", None)
+        popen_kwargs.pop("env", None)
+        self.log.info("Spawning %s sandboxed as uid %s on 127.0.0.1:%s", self._log_name, identity.uid, self.port)
+        self.proc = start_server(
+            sandbox,
+            [*self.cmd, *self.get_args()],
+            env=env,
+            identity=identity,
+            sockets=sockets,
+            port=self.port,
+            hub_port=hub.port,
+            limits=limits,
+            **popen_kwargs,
+        )
         self.pid = self.proc.pid
         self._start_clock()
         return ("127.0.0.1", self.port)
 
-    async def _start_relays(self, sockets: Path, hub_port: int) -> None:
+    async def _start_relays(self, sockets: Path, hub_port: int, identity: Any) -> None:
         async def to_server():
             return await asyncio.open_unix_connection(str(sockets / "server.sock"))
 
@@ -255,7 +335,7 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
         hub_sock = sockets / "hub.sock"
         towards_hub = await asyncio.start_unix_server(_forward(to_hub), path=str(hub_sock))
         if os.geteuid() == 0:
-            os.chown(hub_sock, self.sandbox_uid, self.sandbox_gid)
+            os.chown(hub_sock, identity.uid, identity.gid)
         from_proxy = await asyncio.start_server(_forward(to_server), "127.0.0.1", self.port)
         self._relays = [towards_hub, from_proxy]
 
