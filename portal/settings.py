@@ -776,3 +776,17 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
     raise ImproperlyConfigured("Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.")
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT_S", 10, minimum=1, maximum=300)
 DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", f"{LAB_NAME} <gpu-lab@localhost>")
+
+# --- The lab's cluster (deploy/README.md: Canal, Rook-Ceph, HAMi, storage tiers, multi-node training) ---------------
+# The NetworkPolicy self-check (portal/netcheck.py): the canary's port every policy refuses to web, and the one they
+# admit (deploy/components/netpolicy-check), as host:port; empty: the check is off (the embedded run).
+try:
+    from portal.netcheck import parse_address as _parse_address
+
+    NETPOLICY_CANARY = envstr("NETPOLICY_CANARY", "").strip()
+    NETPOLICY_CANARY_CONTROL = envstr("NETPOLICY_CANARY_CONTROL", "").strip()
+    _parse_address(NETPOLICY_CANARY, name="NETPOLICY_CANARY")
+    _parse_address(NETPOLICY_CANARY_CONTROL, name="NETPOLICY_CANARY_CONTROL")
+except ValueError as _why:
+    raise ImproperlyConfigured(str(_why)) from None
+NETPOLICY_CHECK_TIMEOUT_MS = envint("NETPOLICY_CHECK_TIMEOUT_MS", 1000, minimum=100, maximum=4000)
