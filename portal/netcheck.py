@@ -70,7 +70,7 @@ def _outcome(connect: Connect, address: tuple[str, int], timeout_s: float) -> st
         connect(address[0], address[1], timeout_s)
     except ConnectionRefusedError:
         return "refused"
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return "timed out"
     except OSError as exc:
         return f"failed ({exc.__class__.__name__})"
@@ -103,9 +103,8 @@ def check(
             ),
         )
     if outcome not in ("refused", "timed out"):
-        return Verdict(
-            UNKNOWN, str(_("The canary %(where)s could not be probed: %(outcome)s.") % {"where": where, "outcome": outcome})
-        )
+        sentence = _("The canary %(where)s could not be probed: %(outcome)s.")
+        return Verdict(UNKNOWN, str(sentence) % {"where": where, "outcome": outcome})
     if control is not None:
         control_outcome = _outcome(connect, control, timeout_s)
         if control_outcome != "connected":
@@ -119,10 +118,8 @@ def check(
                     % {"control": f"{control[0]}:{control[1]}", "outcome": control_outcome}
                 ),
             )
-    return Verdict(
-        ENFORCED,
-        str(_("NetworkPolicies are enforced: the canary %(where)s %(outcome)s.") % {"where": where, "outcome": outcome}),
-    )
+    sentence = _("NetworkPolicies are enforced: the canary %(where)s %(outcome)s.")
+    return Verdict(ENFORCED, str(sentence) % {"where": where, "outcome": outcome})
 
 
 _cache: tuple[float, tuple[str, str], Verdict] | None = None
