@@ -38,17 +38,34 @@ METADATA = _obj(
 # Rook: ceph.rook.io/v1 -----------------------------------------------------------------------------------------------
 FAILURE_DOMAIN = {"type": "string", "enum": ["host", "osd", "rack", "zone", "region", "datacenter", "room", "row"]}
 REPLICATED = _obj(
-    {"size": {"type": "integer", "minimum": 0, "maximum": 9}, "requireSafeReplicaSize": BOOL,
-     "replicasPerFailureDomain": COUNT, "targetSizeRatio": {"type": "number"}},
+    {
+        "size": {"type": "integer", "minimum": 0, "maximum": 9},
+        "requireSafeReplicaSize": BOOL,
+        "replicasPerFailureDomain": COUNT,
+        "targetSizeRatio": {"type": "number"},
+    },
     required=("size",),
-)  # fmt: skip
-ERASURE_CODED = _obj({"dataChunks": {"type": "integer", "minimum": 0}, "codingChunks": {"type": "integer", "minimum": 0},
-                      "algorithm": STRING}, required=("dataChunks", "codingChunks"))  # fmt: skip
+)
+ERASURE_CODED = _obj(
+    {
+        "dataChunks": {"type": "integer", "minimum": 0},
+        "codingChunks": {"type": "integer", "minimum": 0},
+        "algorithm": STRING,
+    },
+    required=("dataChunks", "codingChunks"),
+)
 POOL = _obj(
-    {"failureDomain": FAILURE_DOMAIN, "replicated": REPLICATED, "erasureCoded": ERASURE_CODED, "deviceClass": STRING,
-     "crushRoot": STRING, "compressionMode": {"type": "string", "enum": ["none", "passive", "aggressive", "force", ""]},
-     "parameters": LABELS, "enableRBDStats": BOOL},
-)  # fmt: skip
+    {
+        "failureDomain": FAILURE_DOMAIN,
+        "replicated": REPLICATED,
+        "erasureCoded": ERASURE_CODED,
+        "deviceClass": STRING,
+        "crushRoot": STRING,
+        "compressionMode": {"type": "string", "enum": ["none", "passive", "aggressive", "force", ""]},
+        "parameters": LABELS,
+        "enableRBDStats": BOOL,
+    },
+)
 NAMED_POOL = {**POOL, "properties": {**POOL["properties"], "name": STRING}}
 PRIORITY_CLASSES = {"type": "object", "additionalProperties": STRING}
 
@@ -60,28 +77,41 @@ CEPH_CLUSTER = _obj(
         "continueUpgradeAfterChecksEvenIfNotHealthy": BOOL,
         "mon": _obj({"count": {"type": "integer", "minimum": 0, "maximum": 9}, "allowMultiplePerNode": BOOL}),
         "mgr": _obj(
-            {"count": {"type": "integer", "minimum": 0, "maximum": 5}, "allowMultiplePerNode": BOOL,
-             "modules": {"type": "array", "items": _obj({"name": STRING, "enabled": BOOL})}}
-        ),  # fmt: skip
+            {
+                "count": {"type": "integer", "minimum": 0, "maximum": 5},
+                "allowMultiplePerNode": BOOL,
+                "modules": {"type": "array", "items": _obj({"name": STRING, "enabled": BOOL})},
+            }
+        ),
         "dashboard": _obj({"enabled": BOOL, "ssl": BOOL, "port": INT, "urlPrefix": STRING}),
         "monitoring": _obj({"enabled": BOOL, "metricsDisabled": BOOL}),
         "network": _obj(
-            {"provider": STRING, "connections": _obj({"encryption": _obj({"enabled": BOOL}),
-                                                       "compression": _obj({"enabled": BOOL})}),
-             "hostNetwork": BOOL}
-        ),  # fmt: skip
+            {
+                "provider": STRING,
+                "connections": _obj({"encryption": _obj({"enabled": BOOL}), "compression": _obj({"enabled": BOOL})}),
+                "hostNetwork": BOOL,
+            }
+        ),
         "crashCollector": _obj({"disable": BOOL, "daysToRetain": COUNT}),
         "storage": _obj(
-            {"useAllNodes": BOOL, "useAllDevices": BOOL, "deviceFilter": STRING, "devicePathFilter": STRING,
-             "config": {"type": "object", "additionalProperties": STRING}, "nodes": {"type": "array"}}
-        ),  # fmt: skip
-        "disruptionManagement": _obj({"managePodBudgets": BOOL, "osdMaintenanceTimeout": INT, "pgHealthCheckTimeout": INT}),
+            {
+                "useAllNodes": BOOL,
+                "useAllDevices": BOOL,
+                "deviceFilter": STRING,
+                "devicePathFilter": STRING,
+                "config": {"type": "object", "additionalProperties": STRING},
+                "nodes": {"type": "array"},
+            }
+        ),
+        "disruptionManagement": _obj(
+            {"managePodBudgets": BOOL, "osdMaintenanceTimeout": INT, "pgHealthCheckTimeout": INT}
+        ),
         "priorityClassNames": PRIORITY_CLASSES,
         "placement": {"type": "object"},
         "resources": {"type": "object"},
     },
     required=("cephVersion", "dataDirHostPath"),
-)  # fmt: skip
+)
 
 CEPH_BLOCK_POOL = POOL
 
@@ -92,10 +122,15 @@ CEPH_FILESYSTEM = _obj(
         "preserveFilesystemOnDelete": BOOL,
         "preservePoolsOnDelete": BOOL,
         "metadataServer": _obj(
-            {"activeCount": {"type": "integer", "minimum": 1, "maximum": 50}, "activeStandby": BOOL,
-             "priorityClassName": STRING, "resources": RESOURCES, "placement": {"type": "object"}},
+            {
+                "activeCount": {"type": "integer", "minimum": 1, "maximum": 50},
+                "activeStandby": BOOL,
+                "priorityClassName": STRING,
+                "resources": RESOURCES,
+                "placement": {"type": "object"},
+            },
             required=("activeCount",),
-        ),  # fmt: skip
+        ),
     },
     required=("metadataPool", "dataPools", "metadataServer"),
 )
@@ -106,33 +141,63 @@ CEPH_OBJECT_STORE = _obj(
         "dataPool": POOL,
         "preservePoolsOnDelete": BOOL,
         "gateway": _obj(
-            {"port": {"type": "integer", "minimum": 0, "maximum": 65535}, "securePort": INT, "instances": COUNT,
-             "priorityClassName": STRING, "resources": RESOURCES}
-        ),  # fmt: skip
+            {
+                "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+                "securePort": INT,
+                "instances": COUNT,
+                "priorityClassName": STRING,
+                "resources": RESOURCES,
+            }
+        ),
     },
     required=("gateway",),
 )
 
 # lib-bucket-provisioner: objectbucket.io/v1alpha1 -------------------------------------------------------------------
 OBJECT_BUCKET_CLAIM = _obj(
-    {"storageClassName": STRING, "bucketName": STRING, "generateBucketName": STRING,
-     "additionalConfig": {"type": "object", "additionalProperties": STRING}},
+    {
+        "storageClassName": STRING,
+        "bucketName": STRING,
+        "generateBucketName": STRING,
+        "additionalConfig": {"type": "object", "additionalProperties": STRING},
+    },
     required=("storageClassName",),
-)  # fmt: skip
+)
 
 # Prometheus Operator: monitoring.coreos.com/v1 ----------------------------------------------------------------------
-DURATION = {"type": "string", "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
+DURATION = {
+    "type": "string",
+    "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
+}
 RULE = {
     "oneOf": [
-        _obj({"alert": STRING, "expr": {"type": ["string", "integer"]}, "for": DURATION, "labels": LABELS,
-              "annotations": LABELS, "keep_firing_for": DURATION}, required=("alert", "expr")),
-        _obj({"record": STRING, "expr": {"type": ["string", "integer"]}, "labels": LABELS}, required=("record", "expr")),
+        _obj(
+            {
+                "alert": STRING,
+                "expr": {"type": ["string", "integer"]},
+                "for": DURATION,
+                "labels": LABELS,
+                "annotations": LABELS,
+                "keep_firing_for": DURATION,
+            },
+            required=("alert", "expr"),
+        ),
+        _obj(
+            {"record": STRING, "expr": {"type": ["string", "integer"]}, "labels": LABELS}, required=("record", "expr")
+        ),
     ]
-}  # fmt: skip
+}
 PROMETHEUS_RULE = _obj(
-    {"groups": {"type": "array", "items": _obj({"name": STRING, "interval": DURATION, "rules": {"type": "array", "items": RULE}},
-                                               required=("name", "rules"))}},
-)  # fmt: skip
+    {
+        "groups": {
+            "type": "array",
+            "items": _obj(
+                {"name": STRING, "interval": DURATION, "rules": {"type": "array", "items": RULE}},
+                required=("name", "rules"),
+            ),
+        }
+    },
+)
 SECRET_KEY = _obj({"name": STRING, "key": STRING, "optional": BOOL}, required=("key",))
 SERVICE_MONITOR = _obj(
     {
@@ -141,11 +206,19 @@ SERVICE_MONITOR = _obj(
         "endpoints": {
             "type": "array",
             "items": _obj(
-                {"port": STRING, "targetPort": {"type": ["string", "integer"]}, "path": STRING, "scheme": STRING,
-                 "interval": DURATION, "scrapeTimeout": DURATION, "honorLabels": BOOL,
-                 "authorization": _obj({"type": STRING, "credentials": SECRET_KEY}),
-                 "tlsConfig": {"type": "object"}, "relabelings": {"type": "array"}}
-            ),  # fmt: skip
+                {
+                    "port": STRING,
+                    "targetPort": {"type": ["string", "integer"]},
+                    "path": STRING,
+                    "scheme": STRING,
+                    "interval": DURATION,
+                    "scrapeTimeout": DURATION,
+                    "honorLabels": BOOL,
+                    "authorization": _obj({"type": STRING, "credentials": SECRET_KEY}),
+                    "tlsConfig": {"type": "object"},
+                    "relabelings": {"type": "array"},
+                }
+            ),
         },
     },
     required=("selector", "endpoints"),

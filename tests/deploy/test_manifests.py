@@ -165,9 +165,11 @@ def test_beat_is_one_and_recreated_and_every_new_pod_waits_for_the_migrations(ov
     commands = {}
     for doc in docs:
         # The portal's own processes (the NetworkPolicy canary touches no database: nothing to wait for).
-        if doc["kind"] == "Deployment" and doc["metadata"]["namespace"] == "gpu-lab" and doc["metadata"]["labels"][
-            "app.kubernetes.io/component"
-        ] in ("web", "worker", "beat", "telemetry"):
+        if (
+            doc["kind"] == "Deployment"
+            and doc["metadata"]["namespace"] == "gpu-lab"
+            and doc["metadata"]["labels"]["app.kubernetes.io/component"] in ("web", "worker", "beat", "telemetry")
+        ):
             init = doc["spec"]["template"]["spec"]["initContainers"]
             assert [c["name"] for c in init] == ["wait-for-migrations"], doc["metadata"]["name"]
             assert "manage.py migrate --check" in " ".join(init[0]["command"])
