@@ -16,7 +16,6 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs.models import JobState
-
 from tests.deploy.render import find, render
 from tests.factories import AllocationFactory, CourseFactory, UserFactory
 from tests.jobs.factories import JobFactory
