@@ -819,3 +819,5 @@ JOBS_NCCL_IB_DISABLE = envchoice("JOBS_NCCL_IB_DISABLE", "", ("", "0", "1"))
 JOBS_RDMA_RESOURCE = envstr("JOBS_RDMA_RESOURCE", "")
 JOBS_IPC_LOCK = envbool("JOBS_IPC_LOCK", default=False)
 JOBS_HOST_NETWORK = envbool("JOBS_HOST_NETWORK", default=False)
+# The kiosk page (/kiosk/, portal/web/kiosk.py): the slug of the notebook profile a lab machine's seat starts.
+KIOSK_PROFILE = envstr("KIOSK_PROFILE", "desktop").strip()
