@@ -16,14 +16,31 @@ Pure functions of a JobSpec and the ClusterConfig (jobs.backends.manifests), use
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jobs.backends.base import JobSpec
 from jobs.backends.rules import is_quantity, parse_quantity
 
-if TYPE_CHECKING:
-    from jobs.backends.manifests import ClusterConfig
+
+class ClusterConfig(Protocol):
+    """What these functions read of jobs.backends.manifests.ClusterConfig (which imports this module)."""
+
+    gpu_resource: str
+    gpu_sharing: str
+    gpu_replicas: int
+    gpu_memory_mb: int
+    scratch_storage_class: str
+    bulk_storage_class: str
+    storage_limits: Mapping[str, Mapping[str, str]]
+    nccl_socket_ifname: str
+    nccl_ib_hca: str
+    nccl_ib_disable: str
+    rdma_resource: str
+    ipc_lock: bool
+    host_network: bool
+
 
 GPU_SHARING_MODES = ("none", "timeslice", "hami", "mps")
 HAMI_MEMORY = "nvidia.com/gpumem"

@@ -8,6 +8,8 @@ person's portal session, so the seat is ready for the next one. Thin: notebook s
 
 from __future__ import annotations
 
+import contextlib
+
 from django.conf import settings
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
@@ -62,9 +64,7 @@ def kiosk_sign_out(request: HttpRequest) -> HttpResponse:
     """Stop the person's desktop (it is theirs: nobody else's is touched) and end their session here."""
     if request.user.is_authenticated:
         for session in _desktops(request):
-            try:
+            with contextlib.suppress(PortalError):  # already ending: nothing left to stop
                 notebook_stop(user=request.user, session=session)
-            except PortalError:
-                pass  # already ending: nothing left to stop
         logout(request)
     return redirect_to_login(reverse("kiosk"))  # the seat's sign-in, for the next person
