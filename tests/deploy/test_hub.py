@@ -182,3 +182,41 @@ def test_the_rendered_hub_builds_the_notebook_pod_its_gpu_side_expects(
         ]["env"]
     else:
         assert "schedulerName" not in pod["spec"]
+
+
+def test_the_mps_component_renders_in_an_overlay_and_gives_every_notebook_one_client(tmp_path, load_hub, monkeypatch):
+    """components/gpu-mps is in no shipped overlay (the lab's is HAMi): rendered here in one made from production."""
+    import subprocess
+
+    import kubernetes_asyncio.config.kube_config as kube_config
+    import kubernetes_validate
+
+    from tests.deploy.render import ROOT, kubectl
+    from tests.notebooks.test_hub_config import KUBECONFIG, build, options, resources, validate
+
+    overlay = tmp_path / "mps"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{os.path.relpath(ROOT / 'deploy/overlays/production', overlay)}]\n"
+        f"components: [{os.path.relpath(ROOT / 'deploy/components/gpu-mps', overlay)}]\n"
+    )
+    rendered = subprocess.run([kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    for doc in docs:
+        kubernetes_validate.validate(doc, "1.33", strict=True)
+    assert find(docs, "ConfigMap", "gpu-lab-portal")["data"]["JOBS_GPU_SHARING"] == "mps"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    config, env = load_hub(docs)
+    assert env["HUB_GPU_SHARING"] == "mps"
+    pod, _ = build(config, options(17, env["JUPYTERHUB_PORTAL_TOKEN"], gpu_share=0.5, gpu_mem_mb=12282))
+    validate(pod)
+    assert {k: v for k, v in resources(pod).items() if k.startswith("nvidia.com/")} == {"nvidia.com/gpu": "1"}
+    # The device plugin's MPS configuration the GPU operator selects: 4 clients per GPU, as HUB_GPU_REPLICAS.
+    mps = yaml.safe_load(find(render("deploy/gpu"), "ConfigMap", "time-slicing-config")["data"]["mps"])
+    (replicas,) = mps["sharing"]["mps"]["resources"]
+    assert replicas == {"name": "nvidia.com/gpu", "replicas": int(env["HUB_GPU_REPLICAS"])}
