@@ -15,6 +15,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 
 from jobs import metrics as jobs_metrics
 from labs import metrics as labs_metrics
+from portal import netcheck
 from portal.accounts import metrics as accounts_metrics
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
             "redis": checks["redis"] or ("ok" if settings.REDIS_URL else "not configured"),
         },
     }
+    # Reported, never failed on: every web pod shares the cluster's network, so failing readiness over it would take
+    # the whole portal down for a setting no restart changes (portal/netcheck.py).
+    policies = netcheck.verdict()
+    body["checks"]["netpolicy"] = policies.state
+    body["details"] = {"netpolicy": policies.detail}
     if failed:
         log.warning("readyz failing: %s", failed)
     return JsonResponse(body, status=200 if not failed else 503)

@@ -15,6 +15,8 @@ command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 # kubectl: its Kustomize renders deploy/ for tests/deploy.
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+# promtool (Debian's prometheus package): checks and unit-tests the alert rules of deploy/components/monitoring.
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 # LDAP sign-in: python-ldap builds against libldap2-dev and libsasl2-dev (no wheel on PyPI); the tests start a real
 # slapd on loopback and load its directory with ldap-utils.
 [ -e /usr/include/ldap.h ] || missing+=(libldap2-dev)

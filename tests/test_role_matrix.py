@@ -52,6 +52,9 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     },  # unconfirmed
     "account/password/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
     "notices/<int:notice_id>/dismiss/": {"post": (302, 404, 404, 404, 404)},
+    # The lab machines' seat: every role may start the profile KIOSK_PROFILE, which does not exist here (400).
+    "kiosk/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
+    "kiosk/sign-out/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
     "lab/nodes/": {"get": (302, 200, 200, 200, 200)},
     "lab/nodes/<str:name>/": {"get": (302, 404, 404, 404, 404)},
     "lab/gpus/": {"get": (302, 200, 200, 200, 200)},

@@ -40,9 +40,10 @@ Environment (a required one missing stops the hub with a sentence saying which):
     HUB_LOCAL_UID, HUB_LOCAL_GID  local only: the user of servers without a uid of their own; default 65534 (nobody)
   With HUB_SPAWNER=kubernetes:
     HUB_NAMESPACE               where notebook pods and home volumes live; default gpu-lab-notebooks
-    HUB_GPU_SHARING             timeslice (default), hami or none: how a GPU share becomes a resource request
-                                (see portal_hub.options.gpu_resources)
-    HUB_GPU_REPLICAS            timeslice: the replicas the NVIDIA device plugin advertises per GPU; default 4
+    HUB_GPU_SHARING             timeslice (default), hami, mps or none: how a GPU share becomes a resource
+                                request (see portal_hub.options.gpu_resources)
+    HUB_GPU_REPLICAS            timeslice, mps: the replicas the NVIDIA device plugin advertises per GPU; default 4
+    HUB_SCHEDULER_NAME          the scheduler of notebook pods; empty: the cluster's default (hami: hami-scheduler)
     HUB_HOME_STORAGE_CLASS      storage class of the per-student home volumes; empty: the cluster's default
     HUB_HOME_SIZE               size of a home volume; default 10Gi
     HUB_HOME_ACCESS_MODE        ReadWriteMany (default: one student's notebooks may run on several nodes at once
@@ -232,6 +233,8 @@ if spawner_kind == "kubernetes":
     c.KubeSpawner.gid = 100
     c.KubeSpawner.fs_gid = 100
     c.KubeSpawner.extra_labels = dict(NOTEBOOK_LABELS)
+    if _env("HUB_SCHEDULER_NAME"):
+        c.KubeSpawner.scheduler_name = _env("HUB_SCHEDULER_NAME")
     c.KubeSpawner.tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     # One home per student, shared by all of that student's servers; never deleted with a server.
     c.KubeSpawner.pvc_name_template = "home-{username}"

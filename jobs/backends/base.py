@@ -113,6 +113,13 @@ class JobSpec:
     namespace: str = ""
     datasets: tuple[DatasetVolume, ...] = ()
     checkpoint: bool = True
+    # A part of one GPU (0 < share < 1, one GPU on one node) where the cluster shares GPUs (JOBS_GPU_SHARING).
+    gpu_share: float = 1.0
+    # Storage tiers (Kubernetes quantities, "" for none): node-local scratch at /scratch, bulk at /bulk; their sizes
+    # are bounded per role (JOBS_STORAGE_LIMITS, jobs.backends.manifests.config_problems).
+    scratch: str = ""
+    bulk: str = ""
+    owner_role: str = ""
 
     @property
     def ref(self) -> JobRef:
@@ -131,6 +138,10 @@ class JobSpec:
             problems.append("the command must be a non-empty list of strings (argv)")
         if self.gpus_per_node < 1 or self.nodes < 1:
             problems.append("a job needs at least one GPU on at least one node")
+        if not 0 < self.gpu_share <= 1:
+            problems.append("gpu_share must be above 0 and at most 1")
+        elif self.gpu_share < 1 and (self.gpus_per_node != 1 or self.nodes != 1):
+            problems.append("a part of a GPU is for one GPU on one node only")
         if self.max_runtime_s < 1:
             problems.append("max_runtime_s must be at least 1")
         if self.node_names and len(self.node_names) != self.nodes:

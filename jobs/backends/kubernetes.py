@@ -31,6 +31,7 @@ from jobs.backends.manifests import (
     selector_labels,
     service_manifest,
 )
+from jobs.backends.resources import config_problems
 from jobs.backends.rules import manifest_problems
 from labs.backends.kube import api_client, kubernetes_error, request_timeout
 from portal.errors import BackendError
@@ -87,7 +88,7 @@ class KubernetesJobs:
     # --- create -------------------------------------------------------------------------------
 
     def create(self, spec: JobSpec) -> JobStatus:
-        problems = spec.problems()
+        problems = spec.problems() + config_problems(spec, self.config)
         manifests = [job_manifest(spec, self.config)]
         if spec.nodes > 1:
             manifests.append(service_manifest(spec, self.config, owner_uid="00000000-0000-0000-0000-000000000000"))

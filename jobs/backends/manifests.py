@@ -19,8 +19,10 @@ claim. Pure functions of a JobSpec and a ClusterConfig, so tests validate exactl
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
+from jobs.backends import resources as cluster
 from jobs.backends.base import JobSpec, checkpoint_name
 from jobs.backends.rules import label_value, scale_quantity
 
@@ -55,6 +57,18 @@ class ClusterConfig:
     checkpoint_storage_class: str = ""
     checkpoint_size: str = "20Gi"
     instance: str = "default"
+    # The lab's cluster (jobs/backends/resources.py): GPU sharing, storage tiers, the fast network.
+    gpu_sharing: str = "none"
+    gpu_replicas: int = 4
+    gpu_memory_mb: int = 24564
+    scheduler_name: str = ""
+    scratch_storage_class: str = ""
+    bulk_storage_class: str = ""
+    storage_limits: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    nccl_ib_disable: str = ""
+    rdma_resource: str = ""
+    ipc_lock: bool = False
+    host_network: bool = False
 
     @classmethod
     def from_settings(cls) -> ClusterConfig:
@@ -78,6 +92,17 @@ class ClusterConfig:
             checkpoint_storage_class=settings.JOBS_CHECKPOINT_STORAGE_CLASS,
             checkpoint_size=settings.JOBS_CHECKPOINT_SIZE,
             instance=settings.PORTAL_INSTANCE_ID,
+            gpu_sharing=settings.JOBS_GPU_SHARING,
+            gpu_replicas=settings.JOBS_GPU_REPLICAS,
+            gpu_memory_mb=settings.JOBS_GPU_MEMORY_MB,
+            scheduler_name=settings.JOBS_SCHEDULER_NAME,
+            scratch_storage_class=settings.JOBS_SCRATCH_STORAGE_CLASS,
+            bulk_storage_class=settings.JOBS_BULK_STORAGE_CLASS,
+            storage_limits=settings.JOBS_STORAGE_LIMITS,
+            nccl_ib_disable=settings.JOBS_NCCL_IB_DISABLE,
+            rdma_resource=settings.JOBS_RDMA_RESOURCE,
+            ipc_lock=settings.JOBS_IPC_LOCK,
+            host_network=settings.JOBS_HOST_NETWORK,
         )
 
 
@@ -132,10 +157,7 @@ def _env(spec: JobSpec, config: ClusterConfig) -> list[dict[str, Any]]:
     ]
     if spec.nodes > 1:
         env.append({"name": "NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX}}})
-        if config.nccl_socket_ifname:
-            env.append({"name": "NCCL_SOCKET_IFNAME", "value": config.nccl_socket_ifname})
-        if config.nccl_ib_hca:
-            env.append({"name": "NCCL_IB_HCA", "value": config.nccl_ib_hca})
+        env += cluster.network_env(spec, config)
     else:
         env.append({"name": "NODE_RANK", "value": "0"})
     if spec.checkpoint:
@@ -155,7 +177,8 @@ def _volumes(spec: JobSpec, config: ClusterConfig) -> tuple[list[dict[str, Any]]
     if spec.checkpoint:
         volumes.append({"name": "checkpoint", "persistentVolumeClaim": {"claimName": checkpoint_name(spec.job_id)}})
         mounts.append({"name": "checkpoint", "mountPath": CHECKPOINT_MOUNT})
-    return volumes, mounts
+    tier_volumes, tier_mounts, _ = cluster.storage_volumes(spec, config)
+    return volumes + tier_volumes, mounts + tier_mounts
 
 
 def _affinity(spec: JobSpec) -> dict[str, Any]:
@@ -185,24 +208,28 @@ def _affinity(spec: JobSpec) -> dict[str, Any]:
 
 
 def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
-    gpus = spec.gpus_per_node
+    scale = cluster.host_scale(spec)
     volumes, mounts = _volumes(spec, config)
+    network_pod, network_resources, capabilities = cluster.network_pod_settings(spec, config)
+    devices = {**cluster.gpu_resources(spec, config), **network_resources}
+    memory = scale_quantity(config.memory_per_gpu, scale)
     container: dict[str, Any] = {
         "name": "main",
         "image": spec.image,
         "command": list(spec.command),
         "env": _env(spec, config),
         "resources": {
-            "limits": {config.gpu_resource: str(gpus), "memory": scale_quantity(config.memory_per_gpu, gpus)},
+            "limits": {**devices, "memory": memory},
             "requests": {
-                config.gpu_resource: str(gpus),
-                "cpu": scale_quantity(config.cpu_per_gpu, gpus),
-                "memory": scale_quantity(config.memory_per_gpu, gpus),
+                **devices,
+                "cpu": scale_quantity(config.cpu_per_gpu, scale),
+                "memory": memory,
+                **cluster.storage_volumes(spec, config)[2],
             },
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
+            "capabilities": {"drop": ["ALL"], **({"add": capabilities} if capabilities else {})},
             "runAsNonRoot": True,
         },
         "volumeMounts": mounts,
@@ -228,6 +255,9 @@ def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
     affinity = _affinity(spec)
     if affinity:
         pod_spec["affinity"] = affinity
+    if config.scheduler_name:
+        pod_spec["schedulerName"] = config.scheduler_name
+    pod_spec.update(network_pod)
     job_spec: dict[str, Any] = {
         "backoffLimit": config.backoff_limit,
         "activeDeadlineSeconds": int(spec.max_runtime_s),

@@ -98,8 +98,8 @@ def is_port_name(value: str) -> bool:
     return len(value) <= 15 and bool(PORT_NAME.match(value)) and "--" not in value and any(c.isalpha() for c in value)
 
 
-def scale_quantity(quantity: str, factor: int) -> str:
-    """`quantity` times `factor`, keeping its suffix: ("24Gi", 2) -> "48Gi"."""
+def scale_quantity(quantity: str, factor: int | Decimal) -> str:
+    """`quantity` times `factor`, keeping its suffix: ("24Gi", 2) -> "48Gi", ("24Gi", Decimal("0.25")) -> "6Gi"."""
     match = QUANTITY.match(quantity)
     if not match:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity")
@@ -111,6 +111,25 @@ def scale_quantity(quantity: str, factor: int) -> str:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
     text = format(scaled.normalize(), "f") if scaled != scaled.to_integral() else str(int(scaled))
     return f"{text}{suffix}"
+
+
+_SUFFIX = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
+    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+}  # fmt: skip
+
+
+def parse_quantity(quantity: str) -> Decimal:
+    """A quantity's value: "1Gi" -> 1073741824, "500m" -> 0.5. ValueError if it is not a quantity."""
+    match = QUANTITY.match(quantity) if isinstance(quantity, str) else None
+    if not match:
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity")
+    suffix = match.group(3) or ""
+    number = Decimal(quantity[: len(quantity) - len(suffix)])
+    if suffix[:1] in ("e", "E") and suffix not in _SUFFIX:
+        return number * Decimal(10) ** int(suffix[1:])
+    return number * _SUFFIX[suffix]
 
 
 def label_value(text: str) -> str:

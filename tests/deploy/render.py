@@ -12,10 +12,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOY = ROOT / "deploy"
-OVERLAYS = ("deploy/overlays/demo", "deploy/overlays/production")
+OVERLAYS = ("deploy/overlays/demo", "deploy/overlays/production", "deploy/overlays/lab")
 # Everything the README renders: both overlays, the GPU side, the notebooks' policy alone.
 RENDERED = (*OVERLAYS, "deploy/gpu", "deploy/kubernetes")
-WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job")
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 PORTAL_NAMESPACES = ("gpu-lab", "gpu-lab-jobs", "gpu-lab-notebooks")
 
 
@@ -51,7 +51,9 @@ def find(docs: list[dict], kind: str, name: str, namespace: str | None = None) -
 
 
 def pod_template(doc: dict) -> dict:
-    """The pod template of a workload (metadata and spec)."""
+    """The pod template of a workload (metadata and spec); a CronJob's is its Job template's."""
+    if doc["kind"] == "CronJob":
+        return doc["spec"]["jobTemplate"]["spec"]["template"]
     return doc["spec"]["template"]
 
 

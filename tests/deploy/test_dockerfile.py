@@ -14,7 +14,7 @@ import pytest
 
 from tests.deploy.render import ROOT
 
-DOCKERFILES = ("Dockerfile", "deploy/jupyterhub/Dockerfile")
+DOCKERFILES = ("Dockerfile", "deploy/jupyterhub/Dockerfile", "deploy/desktop/Dockerfile")
 
 
 def instructions(path: str) -> list[tuple[str, str]]:
@@ -49,7 +49,9 @@ def run_steps(path: str) -> list[str]:
 def test_the_base_image_is_pinned_to_a_release(path):
     (base,) = [args for instruction, args in instructions(path) if instruction == "FROM"]
     image, _, tag = base.partition(":")
-    assert tag and tag != "latest" and ("@sha256:" in base or re.match(r"\d+\.\d+\.\d+-", tag)), base
+    # A patch release (3.11.13-slim-bookworm), a dated build (Docker Stacks: 2025-06-30) or a digest.
+    release = re.match(r"\d+\.\d+\.\d+-", tag) or re.fullmatch(r"\d{4}-\d{2}-\d{2}", tag)
+    assert tag and tag != "latest" and ("@sha256:" in base or release), base
 
 
 @pytest.mark.parametrize("path", DOCKERFILES)

@@ -138,3 +138,85 @@ def test_dcgm_exporter_samples_every_second_where_the_collector_scrapes(settings
     values = yaml.safe_load((DEPLOY / "gpu" / "gpu-operator-values.yaml").read_text())
     assert values["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
     assert values["dcgmExporter"]["enabled"] is False  # this exporter instead of the operator's
+
+
+@pytest.mark.parametrize(
+    "overlay,sharing,gpus",
+    [
+        ("deploy/overlays/production", "timeslice", {"nvidia.com/gpu": "1"}),
+        # The lab: HAMi caps the quarter-GPU profile's memory (its gpu_mem_mb) and names its own scheduler.
+        (
+            "deploy/overlays/lab",
+            "hami",
+            {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "6141", "nvidia.com/gpucores": "25"},
+        ),
+    ],
+)
+def test_the_rendered_hub_builds_the_notebook_pod_its_gpu_side_expects(
+    overlay, sharing, gpus, load_hub, monkeypatch, tmp_path
+):
+    import kubernetes_asyncio.config.kube_config as kube_config
+
+    from tests.notebooks.test_hub_config import KUBECONFIG, build, options, resources, validate
+
+    kubeconfig = tmp_path / "kubeconfig"  # no cluster to talk to
+    kubeconfig.write_text(KUBECONFIG)
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    docs = render(overlay)
+    config, env = load_hub(docs)
+    assert env["HUB_GPU_SHARING"] == sharing
+    pod, _ = build(config, options(17, env["JUPYTERHUB_PORTAL_TOKEN"], gpu_share=0.25, gpu_mem_mb=6141))
+    validate(pod)
+    assert {k: v for k, v in resources(pod).items() if k.startswith("nvidia.com/")} == gpus
+    if sharing == "hami":
+        scheduler = find(docs, "ConfigMap", "hami-scheduler", "kube-system")["data"]["config.yaml"]
+        (profile,) = yaml.safe_load(scheduler)["profiles"]
+        assert pod["spec"]["schedulerName"] == profile["schedulerName"] == "hami-scheduler"
+        device = yaml.safe_load(find(docs, "ConfigMap", "hami-scheduler-device")["data"]["device-config.yaml"])
+        named = {device["nvidia"][k] for k in ("resourceCountName", "resourceMemoryName", "resourceCoreName")}
+        assert named == set(gpus)  # the names the device plugin advertises are the ones the pod asks for
+        home = find(docs, "Deployment", "gpu-lab-hub")
+        assert {"name": "HUB_HOME_STORAGE_CLASS", "value": "cephfs"} in home["spec"]["template"]["spec"]["containers"][
+            0
+        ]["env"]
+    else:
+        assert "schedulerName" not in pod["spec"]
+
+
+def test_the_mps_component_renders_in_an_overlay_and_gives_every_notebook_one_client(tmp_path, load_hub, monkeypatch):
+    """components/gpu-mps is in no shipped overlay (the lab's is HAMi): rendered here in one made from production."""
+    import subprocess
+
+    import kubernetes_asyncio.config.kube_config as kube_config
+    import kubernetes_validate
+
+    from tests.deploy.render import ROOT, kubectl
+    from tests.notebooks.test_hub_config import KUBECONFIG, build, options, resources, validate
+
+    overlay = tmp_path / "mps"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources: [{os.path.relpath(ROOT / 'deploy/overlays/production', overlay)}]\n"
+        f"components: [{os.path.relpath(ROOT / 'deploy/components/gpu-mps', overlay)}]\n"
+    )
+    rendered = subprocess.run([kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    for doc in docs:
+        kubernetes_validate.validate(doc, "1.33", strict=True)
+    assert find(docs, "ConfigMap", "gpu-lab-portal")["data"]["JOBS_GPU_SHARING"] == "mps"
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    config, env = load_hub(docs)
+    assert env["HUB_GPU_SHARING"] == "mps"
+    pod, _ = build(config, options(17, env["JUPYTERHUB_PORTAL_TOKEN"], gpu_share=0.5, gpu_mem_mb=12282))
+    validate(pod)
+    assert {k: v for k, v in resources(pod).items() if k.startswith("nvidia.com/")} == {"nvidia.com/gpu": "1"}
+    # The device plugin's MPS configuration the GPU operator selects: 4 clients per GPU, as HUB_GPU_REPLICAS.
+    mps = yaml.safe_load(find(render("deploy/gpu"), "ConfigMap", "time-slicing-config")["data"]["mps"])
+    (replicas,) = mps["sharing"]["mps"]["resources"]
+    assert replicas == {"name": "nvidia.com/gpu", "replicas": int(env["HUB_GPU_REPLICAS"])}

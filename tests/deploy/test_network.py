@@ -76,6 +76,11 @@ def endpoints(overlay: str, docs: list[dict]) -> list:
         Address("internet", "203.0.113.5", (("https", 443, "TCP"),)),
         Address("smtp", first["smtpCIDR"], (("submission", 587, "TCP"),)),
     ]
+    kinds = {d["kind"] for d in docs}
+    if "CephObjectStore" in kinds:  # Ceph's S3 gateway (deploy/components/rook-ceph)
+        pods.append(Pod("rgw", "rook-ceph", {"app": "rook-ceph-rgw"}, (("http", 8080, "TCP"),)))
+    if "ServiceMonitor" in kinds:  # Prometheus (deploy/components/monitoring)
+        pods.append(Pod("prometheus", "monitoring", {"app.kubernetes.io/name": "prometheus"}, (("web", 9090, "TCP"),)))
     names = {pod.name for pod in pods}
     # External data stores unless the overlay runs them in the cluster.
     if "postgresql" not in names:
@@ -103,6 +108,16 @@ def expected(pods: list) -> set:
         ("worker", "smtp", 587, "TCP"),  # budget alerts, the weekly summary
     }
     flows |= {(name, "postgresql", 5432, "TCP") for name in PORTAL_DB_USERS}
+    names = {p.name for p in pods}
+    # The optional components' flows, where an overlay includes them.
+    if "netcheck-canary" in names:
+        flows.add(("web", "netcheck-canary", 8081, "TCP"))  # the control port only; the probe port stays refused
+    if "backup" in names:
+        flows.add(("backup", "postgresql", 5432, "TCP"))
+        if "rgw" in names:
+            flows.add(("backup", "rgw", 8080, "TCP"))
+    if "prometheus" in names:
+        flows.add(("prometheus", "web", 8000, "TCP"))
     flows |= {(name, "redis", 6379, "TCP") for name in PORTAL_REDIS_USERS}
     flows |= {
         (name, target, port, "TCP")

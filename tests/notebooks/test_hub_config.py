@@ -372,6 +372,8 @@ GPU_CASES = [
     ("timeslice", "8", 0.25, 6141, {"nvidia.com/gpu": "2"}),
     ("hami", "4", 0.25, 6141, {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "6141", "nvidia.com/gpucores": "25"}),
     ("hami", "4", 1.0, 24564, {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "24564", "nvidia.com/gpucores": "100"}),
+    ("mps", "4", 0.25, 6141, {"nvidia.com/gpu": "1"}),
+    ("mps", "4", 0.5, 12282, {"nvidia.com/gpu": "1"}),  # MPS: one replica (a fixed quarter) each
     ("none", "4", 0.25, 6141, {"nvidia.com/gpu": "1"}),
     ("none", "4", 1.0, 24564, {"nvidia.com/gpu": "1"}),
 ]
@@ -402,6 +404,14 @@ def test_the_notebook_pod_for_each_gpu_sharing_mode(cluster_config, sharing, rep
     assert pvc["metadata"]["name"] == "home-alice"
     assert pvc["spec"]["resources"]["requests"]["storage"] == "10Gi"
     assert "storageClassName" not in pvc["spec"]  # the cluster's default class
+
+
+@pytest.mark.parametrize("name", ["", "hami-scheduler"])
+def test_notebook_pods_name_the_scheduler_the_hub_is_told(cluster_config, name):
+    """HAMi places pods by free GPU memory with its own scheduler: the hub names it (no admission webhook)."""
+    pod, _ = build(cluster_config(HUB_GPU_SHARING="hami", HUB_SCHEDULER_NAME=name), options(17, KEY))
+    validate(pod)
+    assert pod["spec"].get("schedulerName") == (name or None)
 
 
 def test_a_cpu_only_session_gets_no_gpu(cluster_config):
@@ -441,7 +451,7 @@ def test_the_cluster_hub_refuses_unsigned_options_before_building_anything(clust
     "env,sentence",
     [
         ({"HUB_CONNECT_URL": ""}, "set HUB_CONNECT_URL"),
-        ({"HUB_GPU_SHARING": "mig"}, "HUB_GPU_SHARING must be one of timeslice, hami, none"),
+        ({"HUB_GPU_SHARING": "mig"}, "HUB_GPU_SHARING must be one of timeslice, hami, mps, none"),
         ({"HUB_GPU_REPLICAS": "four"}, "HUB_GPU_REPLICAS must be a whole number"),
         ({"JUPYTERHUB_PORTAL_TOKEN": ""}, "set JUPYTERHUB_PORTAL_TOKEN"),
         ({"HUB_SPAWNER": "docker"}, "HUB_SPAWNER must be one of kubernetes, local, echo"),

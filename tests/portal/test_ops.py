@@ -12,7 +12,9 @@ def test_healthz(client):
 def test_readyz_checks_postgres_and_redis(client):
     response = client.get("/readyz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+    body = response.json()
+    assert body["status"] == "ready"
+    assert body["checks"] == {"database": "ok", "redis": "ok", "netpolicy": "off"}  # tests/portal/test_netcheck.py
 
 
 def test_readyz_is_503_when_redis_is_unreachable(client, settings):

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 SPAWNER_KINDS = ("kubernetes", "local", "echo")
-GPU_SHARING_MODES = ("timeslice", "hami", "none")
+GPU_SHARING_MODES = ("timeslice", "hami", "mps", "none")
 GPU_RESOURCE = "nvidia.com/gpu"
 # HAMi's default resource names: device memory in MiB and a percentage of the GPU's cores.
 HAMI_MEMORY = "nvidia.com/gpumem"
@@ -170,6 +170,8 @@ def gpu_resources(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[
       (the notebook sees it as PORTAL_GPU_MEM_MB).
     - ``hami``: HAMi's vGPU: one ``nvidia.com/gpu`` with ``nvidia.com/gpumem`` MiB of device memory and
       ``nvidia.com/gpucores`` percent of the cores, both enforced inside the container.
+    - ``mps``: the NVIDIA device plugin's CUDA MPS sharing: ``replicas`` equal clients per GPU, each capped at
+      1/replicas of the memory and SMs; a pod gets one replica, whatever its share (the caps are fixed slices).
     - ``none``: whole GPUs only: every notebook with a GPU gets one; the portal must not place two on one GPU.
 
     A share of 0 asks for no GPU at all.
@@ -185,7 +187,7 @@ def gpu_resources(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[
         if opts.gpu_mem_mb > 0:
             resources[HAMI_MEMORY] = str(opts.gpu_mem_mb)
         return resources
-    if sharing == "none":
+    if sharing in ("mps", "none"):
         return {GPU_RESOURCE: "1"}
     raise ValueError(f"unknown GPU sharing mode {sharing!r}")
 
@@ -253,6 +255,13 @@ def apply_hook(*, key: str, kind: str, sharing: str = "timeslice", replicas: int
                     "%s asks for %s of a GPU; without GPU sharing it gets a whole one",
                     spawner._log_name,
                     opts.gpu_share,
+                )
+            elif sharing == "mps" and opts.gpu_share > 0 and abs(opts.gpu_share * replicas - 1) > 1e-6:
+                spawner.log.warning(
+                    "%s asks for %s of a GPU; MPS gives every notebook 1/%d of one",
+                    spawner._log_name,
+                    opts.gpu_share,
+                    replicas,
                 )
         else:
             settings = common_settings(opts)
