@@ -10,8 +10,9 @@ from decimal import Decimal
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from portal.accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, User
+from portal.accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, RosterInvitation, User
 from portal.accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
 from portal.errors import NotFound
 
@@ -185,7 +186,7 @@ def roster_course_for(user: User, code: str) -> Course:
 def roster_of(course: Course) -> list[dict]:
     """The course's people, assistants first: each enrollment with whether the person still has an invitation
     waiting (no password chosen yet)."""
-    invited = set(course.roster_invitations.values_list("user_id", flat=True))
+    invited = set(course.roster_invitations.filter(consent=False).values_list("user_id", flat=True))
     rows = []
     for enrollment in (
         Enrollment.objects.filter(course=course).select_related("user").order_by("role", "user__username")
@@ -194,6 +195,40 @@ def roster_of(course: Course) -> list[dict]:
         waiting = user.pk in invited and not user.has_usable_password()
         rows.append({"enrollment": enrollment, "user": user, "role": enrollment.role, "invited": waiting})
     return rows
+
+
+def roster_waiting(course: Course, *, now: dt.datetime | None = None) -> QuerySet[RosterInvitation]:
+    """The course's requests to join still waiting for the person's answer (not enrolled yet), by username."""
+    now = now or timezone.now()
+    return (
+        course.roster_invitations.filter(consent=True, used_at__isnull=True, expires_at__gt=now)
+        .select_related("user")
+        .order_by("user__username")
+    )
+
+
+def invitations_waiting_for(user: User, *, now: dt.datetime | None = None) -> QuerySet[RosterInvitation]:
+    """Requests to join a course this person has not answered yet and may still accept, oldest first."""
+    if not user.is_authenticated:
+        return RosterInvitation.objects.none()
+    now = now or timezone.now()
+    return (
+        RosterInvitation.objects.filter(user=user, consent=True, used_at__isnull=True, expires_at__gt=now)
+        .select_related("course", "sent_by")
+        .order_by("created_at", "pk")
+    )
+
+
+def invitation_of(user: User, invitation_id: int) -> RosterInvitation:
+    """One of this person's requests to join, whatever its state; anyone else's (or none): NotFound."""
+    invitation = (
+        RosterInvitation.objects.filter(pk=invitation_id, user_id=user.pk, consent=True)
+        .select_related("course", "sent_by")
+        .first()
+    )
+    if invitation is None:
+        raise NotFound(_("No such invitation."))
+    return invitation
 
 
 def lab_admins() -> QuerySet[User]:
