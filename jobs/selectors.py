@@ -11,13 +11,18 @@ from jobs.models import Dataset, Job, JobState
 from labs.models import WORKING_STATUSES, Reservation
 from portal.accounts.models import User
 from portal.accounts.permissions import is_owner_or_admin
-from portal.accounts.selectors import course_ids_active_for, people_visible_to
+from portal.accounts.selectors import course_ids_active_for, work_visible_to
 from portal.errors import NotFound
 
 
 def jobs_visible_to(user: User) -> QuerySet[Job]:
-    """Students see their own jobs; teachers theirs and their courses' students'; admins every job."""
-    return Job.objects.select_related("owner", "course", "reservation").filter(people_visible_to(user, "owner"))
+    """Everyone sees their own jobs; teachers also the jobs booked to a course they teach, submitted in its term
+    (never a student's personal jobs or those booked to another course); admins every job. Teaching assistants see
+    no one else's jobs (`portal.accounts.selectors.work_visible_to`, the one rule: the list, the page, the logs,
+    followed or not, and the API all start here)."""
+    return Job.objects.select_related("owner", "course", "reservation").filter(
+        work_visible_to(user, owner="owner", course="course", at="submitted_at", assistants=False)
+    )
 
 
 def job_for(user: User, job_id: int) -> Job:

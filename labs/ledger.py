@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db import transaction
-from django.db.models import DurationField, ExpressionWrapper, F, Max, QuerySet, Sum, Value
+from django.db.models import DurationField, ExpressionWrapper, F, Max, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
@@ -195,12 +195,15 @@ def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.
     return total.quantize(Decimal("0.01"))
 
 
-def _gpu_hours_by(key: str, ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
+def _gpu_hours_by(
+    key: str, ids: Iterable[int], *, start: dt.datetime, end: dt.datetime, where: Q | None = None
+) -> dict[int, Decimal]:
     """GPU-hours of notebooks and jobs within [start, end) per value of `key` ("user_id", "course_id") among `ids`,
-    in one query; every id gets a total, 0 when it used nothing (reservations are not use)."""
+    in one query; every id gets a total, 0 when it used nothing (reservations are not use). `where` narrows the
+    entries."""
     ids = list(ids)
     overlapping = (
-        Allocation.objects.filter(**{f"{key}__in": ids}, starts_at__lt=end)
+        Allocation.objects.filter(where or Q(), **{f"{key}__in": ids}, starts_at__lt=end)
         .exclude(ends_at__lte=start)
         .exclude(kind=AllocationKind.RESERVATION)
     )
@@ -211,9 +214,12 @@ def _gpu_hours_by(key: str, ids: Iterable[int], *, start: dt.datetime, end: dt.d
     return {pk: total.quantize(Decimal("0.01")) for pk, total in totals.items()}
 
 
-def gpu_hours_by_user(user_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime) -> dict[int, Decimal]:
-    """GPU-hours of notebooks and jobs per person within [start, end), in one query (reservations are not use)."""
-    return _gpu_hours_by("user_id", user_ids, start=start, end=end)
+def gpu_hours_by_user(
+    user_ids: Iterable[int], *, start: dt.datetime, end: dt.datetime, where: Q | None = None
+) -> dict[int, Decimal]:
+    """GPU-hours of notebooks and jobs per person within [start, end), in one query (reservations are not use);
+    `where` narrows the entries (a course's, those a viewer may see)."""
+    return _gpu_hours_by("user_id", user_ids, start=start, end=end, where=where)
 
 
 def week_gpu_hours(user: User, *, now: dt.datetime | None = None) -> Decimal:

@@ -238,6 +238,9 @@ ROSTER_MAX_BYTES = envint("ROSTER_MAX_BYTES", 1024 * 1024, minimum=1024, maximum
 ROSTER_MAX_ROWS = envint("ROSTER_MAX_ROWS", 5000, minimum=1, maximum=100000)
 # The one-time sign-in link of an invitation works once, for this many hours.
 ROSTER_INVITE_TTL_HOURS = envint("ROSTER_INVITE_TTL_HOURS", 72, minimum=1, maximum=24 * 30)
+# A roster's request to someone who already has an account (enrolled only when they accept) waits this many hours;
+# unanswered by then, it enrols nobody.
+ROSTER_CONSENT_TTL_HOURS = envint("ROSTER_CONSENT_TTL_HOURS", 14 * 24, minimum=1, maximum=24 * 90)
 # The portal's address as people reach it, for links in e-mail ("https://gpulab.example.edu"); blank: the address
 # of the request that imported the roster.
 PORTAL_BASE_URL = (envstr("PORTAL_BASE_URL", "") or "").rstrip("/")

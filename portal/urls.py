@@ -77,6 +77,7 @@ urlpatterns = [
     path("courses/<str:code>/roster.csv", rosters.roster_csv, name="roster-csv"),
     path("courses/<str:code>/roster/<str:username>/invite/", rosters.roster_reinvite, name="roster-reinvite"),
     path("invite/<str:token>/", rosters.invitation_page, name="roster-invite"),
+    path("invitations/<int:invitation_id>/", rosters.course_invitation, name="course-invitation"),
     path("lab/nodes/", labs_views.node_list, name="nodes"),
     path("lab/nodes/<str:name>/", labs_views.node_detail, name="node_detail"),
     path("", include(telemetry_urls.urlpatterns)),

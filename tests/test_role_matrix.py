@@ -84,6 +84,8 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "courses/<str:code>/roster/<str:username>/invite/": {"post": (302, 403, 404, 404, 403)},
     # An invitation's one-time link: open to anyone holding it; an unknown (or used, or expired) one is 404.
     "invite/<str:token>/": {"get": (404, 404, 404, 404, 404), "post": (404, 404, 404, 404, 404), "other": PUBLIC},
+    # A request to join a course: its person only, signed in; anyone else's (or none) is 404.
+    "invitations/<int:invitation_id>/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
     "notebooks/profiles/": {"get": (302, 403, 200, 200, 403)},
     "notebooks/profiles/new/": {"get": (302, 403, 200, 200, 403), "post": (302, 403, 400, 400, 403)},
     "notebooks/profiles/<slug:slug>/edit/": {"get": (302, 403, 404, 404, 403), "post": (302, 403, 404, 404, 403)},

@@ -22,7 +22,7 @@ from labs.ledger import gpu_hours, gpu_hours_by_course, gpu_hours_by_user, week_
 from labs.models import Allocation
 from labs.models.budgets import Budget, UsageReportSent
 from portal.accounts.models import Course, User
-from portal.accounts.selectors import lab_admins
+from portal.accounts.selectors import lab_admins, work_visible_to
 
 log = logging.getLogger(__name__)
 TOP = 10
@@ -45,14 +45,16 @@ def _courses_of_week(start: dt.datetime, end: dt.datetime) -> QuerySet[Course]:
     return Course.objects.filter(term_start__lte=last, term_end__gte=first)
 
 
-def _course_lines(course: Course, start: dt.datetime, end: dt.datetime) -> list[str]:
+def _course_lines(course: Course, start: dt.datetime, end: dt.datetime, teacher: User) -> list[str]:
     total = gpu_hours(_work().filter(course=course), start=start, end=end)
     lines = [f"{course.code} — {course.name}: {total:,.1f} GPU-hours"]
     students = list(course.students.values_list("pk", "username"))
-    hours = gpu_hours_by_user([pk for pk, _ in students], start=start, end=end)
+    # What each booked to the course, as the teacher may see it: never a student's work outside the course.
+    seen = Q(course=course) & work_visible_to(teacher, owner="user", course="course", at="starts_at")
+    hours = gpu_hours_by_user([pk for pk, _ in students], start=start, end=end, where=seen)
     names = dict(students)
     ranked = sorted(((used, names[pk]) for pk, used in hours.items() if used), reverse=True)[:TOP]
-    lines += [f"    {name}: {used:,.1f} GPU-hours (all their work)" for used, name in ranked]
+    lines += [f"    {name}: {used:,.1f} GPU-hours (booked to {course.code})" for used, name in ranked]
     if not ranked:
         lines.append("    no student used a GPU this week")
     return lines
@@ -96,7 +98,7 @@ def report_text(
     else:
         courses = _courses_of_week(start, end).filter(teachers=person)
         for course in courses:
-            lines += _course_lines(course, start, end)
+            lines += _course_lines(course, start, end, person)
             lines += _budget_lines(Budget.objects.filter(course=course).select_related("course"), now)
         if not courses:
             lines.append("None of your courses was in term this week.")

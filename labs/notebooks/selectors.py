@@ -9,16 +9,16 @@ from django.utils import timezone
 
 from labs.ledger import gpu_hours_by_user, week_start
 from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.models import CourseRole, User
+from portal.accounts.models import Course, CourseRole, User
 from portal.accounts.permissions import OWNER_TEACHER_OR_ADMIN
 from portal.accounts.selectors import (
     courses_active_for,
     courses_in_term,
     courses_staffed_by,
     effective_quota,
-    may_look_after,
-    notebook_owners_visible_to,
     role_of,
+    students_of,
+    work_visible_to,
 )
 from portal.errors import NotFound, NotPermitted
 
@@ -56,10 +56,11 @@ def profiles_editable_by(user: User) -> QuerySet[NotebookProfile]:
 
 
 def notebooks_visible_to(user: User) -> QuerySet[NotebookSession]:
-    """Students see their own; teachers theirs and their courses' students'; teaching assistants theirs and the
-    students' of the courses they assist; admins all."""
+    """Everyone sees their own; teachers also the sessions booked to a course they teach (started under its profile:
+    `NotebookSession.course`) in its term; teaching assistants those of the students of the course they assist;
+    admins all (`portal.accounts.selectors.work_visible_to`, the one rule)."""
     return NotebookSession.objects.select_related("user", "profile", "course").filter(
-        notebook_owners_visible_to(user, "user")
+        work_visible_to(user, owner="user", course="course", at="requested_at")
     )
 
 
@@ -72,9 +73,11 @@ def notebook_for(user: User, session_id: int) -> NotebookSession:
 
 
 def may_stop(user: User, session: NotebookSession) -> bool:
-    """Its owner, an admin, a teacher of a course the owner takes, or a teaching assistant of a course the owner is a
-    student of."""
-    return session.user_id == user.pk or may_look_after(user, session.user_id)
+    """Whoever may see the session may stop it: its owner, an admin, a teacher (or a teaching assistant, for a
+    student's) of the course it is booked to."""
+    if session.user_id == user.pk or user.is_lab_admin:
+        return True
+    return notebooks_visible_to(user).filter(pk=session.pk).exists()
 
 
 def require_may_stop(user: User, session: NotebookSession) -> None:
@@ -118,24 +121,24 @@ def notebooks_live_of(user: User) -> list[NotebookSession]:
 
 def course_sessions(teacher: User) -> list[dict]:
     """The teacher view: per course they teach or assist (admins: every course in term), each student with their
-    live sessions and GPU-hours this week."""
+    live sessions booked to the course and the GPU-hours they booked to it this week (never their other work)."""
     now = timezone.now()
     start = week_start(now)
     courses = courses_staffed_by(teacher)
     if teacher.is_lab_admin:
         courses = courses.filter(pk__in=courses_in_term().values("pk"))
+    visible = notebooks_visible_to(teacher)
+    seen = work_visible_to(teacher, owner="user", course="course", at="starts_at")  # of the ledger's entries
     rows = []
     for course in courses.order_by("code").prefetch_related("enrollments__user"):
         enrolled = course.enrollments.all()
         students = sorted((e.user for e in enrolled if e.role == CourseRole.STUDENT), key=lambda u: u.username)
         live: dict[int, list[NotebookSession]] = {}
-        for session in (
-            NotebookSession.objects.filter(user__in=students, status__in=(*NOTEBOOK_ACTIVE, NotebookStatus.STOPPING))
-            .select_related("profile")
-            .order_by("requested_at")
-        ):
+        for session in visible.filter(
+            course=course, user__in=students, status__in=(*NOTEBOOK_ACTIVE, NotebookStatus.STOPPING)
+        ).order_by("requested_at"):
             live.setdefault(session.user_id, []).append(session)
-        used = gpu_hours_by_user([s.pk for s in students], start=start, end=now)
+        used = gpu_hours_by_user([s.pk for s in students], start=start, end=now, where=Q(course=course) & seen)
         people = [
             {"user": s, "sessions": live.get(s.pk, []), "gpu_hours_week": used.get(s.pk, Decimal(0))} for s in students
         ]
@@ -149,3 +152,9 @@ def course_sessions(teacher: User) -> list[dict]:
             }
         )
     return rows
+
+
+def course_sessions_to_stop(user: User, course: Course) -> QuerySet[NotebookSession]:
+    """A course's "stop all": the live sessions its students booked to it that `user` may see."""
+    students = students_of(Course.objects.filter(pk=course.pk)).values("pk")
+    return notebooks_visible_to(user).filter(course=course, user__in=students, status__in=NOTEBOOK_ACTIVE)

@@ -21,9 +21,9 @@ from labs.ledger import Ref, allocations_close, refs_of, week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, AllocationKind, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks import enqueue
 from labs.notebooks.ceilings import profile_problems
-from labs.notebooks.selectors import profiles_offered, require_may_stop
+from labs.notebooks.selectors import course_sessions_to_stop, profiles_offered, require_may_stop
 from labs.notebooks.wording import at_local, hours_text, share_text
-from portal.accounts.models import Course, CourseRole, User
+from portal.accounts.models import Course, User
 from portal.accounts.permissions import require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
 from portal.accounts.selectors import courses_active_for, courses_staffed_by, effective_quota
@@ -118,7 +118,7 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
 
 
 def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | None = None) -> NotebookSession:
-    """Stop (or take out of the queue) a session: its owner, an admin, or a teacher of the owner's course."""
+    """Stop (or take out of the queue) a session: its owner, an admin, or a teacher (assistant) of its course."""
     now = now or timezone.now()
     require_may_stop(user, session)
     by_other = session.user_id != user.pk
@@ -141,15 +141,12 @@ def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | No
 
 
 def notebooks_stop_course(*, user: User, course: Course, now: dt.datetime | None = None) -> int:
-    """A teacher's (or teaching assistant's) "stop all": every live notebook of the course's students. Returns how
-    many were asked to stop."""
+    """A teacher's (or teaching assistant's) "stop all": every live notebook the course's students booked to it
+    (never their sessions outside the course). Returns how many were asked to stop."""
     if not courses_staffed_by(user).filter(pk=course.pk).exists():
         raise NotFound("No such course.")
-    sessions = NotebookSession.objects.filter(
-        user__enrollments__course=course, user__enrollments__role=CourseRole.STUDENT, status__in=NOTEBOOK_ACTIVE
-    ).select_related("user", "profile")
     stopped = 0
-    for session in sessions.distinct():
+    for session in course_sessions_to_stop(user, course):
         before = session.status
         after = notebook_stop(user=user, session=session, now=now)
         stopped += int(after.status != before)

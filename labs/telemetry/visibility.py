@@ -1,8 +1,8 @@
 """Who may know who holds a GPU: the one place that decides it, for the API, the pages and the WebSocket.
 
 - students see whether a GPU is free or busy, their own sessions on it, and the reservations they may use;
-- teachers also see the holders from their courses (entries booked for a course they teach, and
-  people enrolled in one);
+- teachers also see the holders booked to a course they teach that is in term (never a student's work booked to no
+  course or to another course: `portal.accounts.selectors.work_visible_to` is the rule, this its live form);
 - admins see everyone.
 Utilisation, memory, temperature and power are no secret; health alerts are for admins.
 
@@ -44,7 +44,6 @@ class Viewer:
     role: str
     course_ids: frozenset[int] = frozenset()  # courses they take or teach
     taught_course_ids: frozenset[int] = frozenset()
-    student_ids: frozenset[int] = frozenset()  # people enrolled in a course they teach
 
     @property
     def is_admin(self) -> bool:
@@ -52,7 +51,7 @@ class Viewer:
 
 
 def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
-    """What the database says about these viewers' places in the lab, in four queries however many.
+    """What the database says about these viewers' places in the lab, in three queries however many.
 
     Inactive or unknown accounts are left out.
     """
@@ -70,20 +69,14 @@ def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
         user_id__in=users, course_id__in=in_term
     ).values_list("user_id", "course_id"):
         taught[user_id].add(course_id)
-    all_taught = set().union(*taught.values()) if taught else set()
-    students_of: dict[int, set[int]] = {}
-    for course_id, user_id in Enrollment.objects.filter(course_id__in=all_taught).values_list("course_id", "user_id"):
-        students_of.setdefault(course_id, set()).add(user_id)
     viewers = {}
     for pk, user in users.items():
-        students = set().union(*(students_of.get(course, set()) for course in taught[pk])) if taught[pk] else set()
         viewers[pk] = Viewer(
             user_id=pk,
             username=user.username,
             role=role_of(user),
             course_ids=frozenset(enrolled[pk] | taught[pk]),
             taught_course_ids=frozenset(taught[pk]),
-            student_ids=frozenset(students),
         )
     return viewers
 
@@ -99,7 +92,7 @@ def may_see(viewer: Viewer, holder: dict) -> bool:
     if viewer.is_admin or holder["user_id"] == viewer.user_id or may_use(viewer, holder):
         return True
     if viewer.role == Role.TEACHER:
-        return holder["course_id"] in viewer.taught_course_ids or holder["user_id"] in viewer.student_ids
+        return holder["course_id"] in viewer.taught_course_ids
     return False
 
 
@@ -137,13 +130,11 @@ def concerns(viewer: Viewer, index: HolderIndex) -> bool:
     """Whether any of these holders looks different to this viewer than to any other of the same role.
 
     Exactly what may_see, may_use and `mine` depend on beyond the role: the viewer's own entries,
-    reservations of their courses, and for teachers their courses' and students' entries.
+    reservations of their courses, and for teachers the entries booked to their courses.
     """
     if viewer.user_id in index.users or not viewer.course_ids.isdisjoint(index.reserved_courses):
         return True
-    return viewer.role == Role.TEACHER and (
-        not viewer.taught_course_ids.isdisjoint(index.courses) or not viewer.student_ids.isdisjoint(index.users)
-    )
+    return viewer.role == Role.TEACHER and not viewer.taught_course_ids.isdisjoint(index.courses)
 
 
 def audience_key(viewer: Viewer, index: HolderIndex) -> object:

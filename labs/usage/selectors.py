@@ -1,13 +1,14 @@
-"""Usage's reads and who may see what: students themselves, teachers their courses, admins the whole lab.
+"""Usage's reads and who may see what: everyone their own work, teachers the work booked to their courses, admins
+the whole lab.
 
 Every report starts from `allocations_visible_to` or `efficiency_visible_to` and narrows from there; the API and the
 pages never filter by role themselves. Asking for what one may not see is a NotFound (a course one does not teach,
 another student), never an empty answer that would say it exists; a student asking for a course at all is refused.
 
-A course's usage is its ledger entries (booked to the course) and, for entries booked to no course, those of its
-enrolled students (not its teaching assistants): a student of two courses counts in both when their work named
-neither. Teachers see everyone of their courses, as for jobs and notebooks; a teaching assistant sees the students,
-never the other assistants.
+A course's usage is its ledger entries: the work booked to it. Who sees which entries is
+`portal.accounts.selectors.work_visible_to`, the rule jobs and notebooks follow: a teacher (a teaching assistant, of
+the students) sees the entries booked to their course in its term, never a person's work booked to no course or to
+another course.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by, people_visible_to, students_of
+from portal.accounts.selectors import courses_staffed_by, people_of_courses_staffed_by, students_of, work_visible_to
 from portal.errors import NotFound, NotPermitted
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
@@ -33,26 +34,9 @@ def _students_of(courses: QuerySet[Course]) -> QuerySet[User]:
     return students_of(courses).values("pk")
 
 
-def _people_filter(viewer: User, *, user_field: str, course_field: str | None = None) -> Q:
-    """Whose usage the viewer sees: whose jobs and notebooks they see (their own; a teacher's also everyone enrolled
-    in their courses, assistants included), for teaching assistants also their courses' students (not the other
-    assistants) and, with `course_field`, the work booked to their courses; admins everyone's."""
-    if viewer.is_lab_admin:
-        return Q()
-    visible = people_visible_to(viewer, user_field)
-    if not looks_after_courses(viewer):
-        return visible
-    staffed = courses_staffed_by(viewer)
-    visible |= Q(**{f"{user_field}__in": _students_of(staffed)})
-    if course_field is not None:
-        visible |= Q(**{f"{course_field}__in": staffed})
-    return visible
-
-
 def _counted_for(course: Course) -> Q:
-    """The one rule of a course's usage: work booked to it, and its students' work booked to no course (an
-    assistant's own unbooked work is theirs, not the course's)."""
-    return Q(course=course) | Q(course__isnull=True, user__in=_students_of(Course.objects.filter(pk=course.pk)))
+    """The one rule of a course's usage: the work booked to it (a person's work booked to no course is theirs)."""
+    return Q(course=course)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,10 +59,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
         if course is None:
             raise NotFound("No such course among the ones you look after.")
     if username:
-        candidates = User.objects.filter(username=username)
-        if not viewer.is_lab_admin:
-            candidates = candidates.filter(_people_filter(viewer, user_field="pk"))
-        person = candidates.distinct().first()
+        person = people_of_courses_staffed_by(viewer).filter(username=username).first()
         if person is None:
             raise NotFound("No such person among the ones whose usage you may see.")
     return Scope(viewer=viewer, course=course, person=person)
@@ -87,7 +68,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
 def allocations_visible_to(viewer: User) -> QuerySet[Allocation]:
     if viewer is None or not viewer.is_authenticated:
         return Allocation.objects.none()
-    return Allocation.objects.filter(_people_filter(viewer, user_field="user", course_field="course"))
+    return Allocation.objects.filter(work_visible_to(viewer, owner="user", course="course", at="starts_at"))
 
 
 def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) -> QuerySet[Allocation]:
@@ -117,7 +98,7 @@ def usage_entries_csv(scope: Scope, window: Window, *, kinds: tuple[str, ...] = 
 def efficiency_visible_to(viewer: User) -> QuerySet[HolderEfficiency]:
     if viewer is None or not viewer.is_authenticated:
         return HolderEfficiency.objects.none()
-    return HolderEfficiency.objects.filter(_people_filter(viewer, user_field="user", course_field="course"))
+    return HolderEfficiency.objects.filter(work_visible_to(viewer, owner="user", course="course", at="started_at"))
 
 
 def efficiency_in_scope(scope: Scope, window: Window) -> QuerySet[HolderEfficiency]:

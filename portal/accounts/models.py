@@ -345,15 +345,22 @@ class Notice(models.Model):
         return f"{self.user}: {self.text[:40]}"
 
 
-class RosterInvitation(models.Model):
-    """A one-time sign-in link sent to someone a roster added who had no usable password yet.
+class InvitationAnswer(models.TextChoices):
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+    WITHDRAWN = "withdrawn", "Withdrawn by a later roster"
 
-    Only the SHA-256 of the token is stored: the link in the e-mail is the only copy of the token. It works once
-    (`used_at`) and until `expires_at`."""
+
+class RosterInvitation(models.Model):
+    """A roster's one-time sign-in link for an account it made (only the token's SHA-256 is stored; works once, until
+    `expires_at`), or (`consent`) its request to join to an existing account: no token, enrols only if accepted."""
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="roster_invitations")
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="roster_invitations")
-    token_hash = models.CharField(max_length=64, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    consent = models.BooleanField(default=False, help_text="A request to join: enrolled only if they accept.")
+    role = models.CharField(max_length=16, choices=CourseRole.choices, default=CourseRole.STUDENT)
+    answer = models.CharField(max_length=16, choices=InvitationAnswer.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
@@ -361,6 +368,9 @@ class RosterInvitation(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(consent=True) | Q(token_hash__isnull=False), name="link_has_token")
+        ]
 
     def __str__(self) -> str:
         return f"Invitation of {self.user} to {self.course.code}"

@@ -77,9 +77,9 @@ def require_owner_or_admin(user: User, owner_id: int | None, what: str) -> None:
 def is_assistant(user: User) -> bool:
     """A teaching assistant: someone enrolled in at least one course as its assistant (their role stays student).
 
-    An assistant sees the students, usage and notebooks of the courses they assist and may stop those students'
-    notebooks (`portal.accounts.selectors.courses_staffed_by`, `may_look_after`); everything `is_staff` guards
-    (booking nodes, notebook profiles, quotas, rosters) stays closed to them."""
+    An assistant sees the students of the courses they assist and the notebooks and usage those students book to
+    the course, and may stop those notebooks (`portal.accounts.selectors.courses_staffed_by`, `work_visible_to`);
+    everything `is_staff` guards (booking nodes, notebook profiles, quotas, rosters) stays closed to them."""
     return bool(
         user.is_authenticated and Enrollment.objects.filter(user_id=user.pk, role=CourseRole.ASSISTANT).exists()
     )

@@ -4,8 +4,16 @@ before anything is written, then committed in one transaction; and the roster ex
 The file: a header line naming the columns, then one person per line. `username` is required; `email`,
 `first_name`, `last_name` and `role` (student or assistant; blank means student) are optional. People are matched by
 username only (never by e-mail). Someone the portal does not know yet gets a student account without a password and
-an invitation e-mail with a one-time sign-in link (portal/accounts/invitations.py). People enrolled now and missing
-from the file are taken out of the course. Teachers are not part of a roster (they are the course's teachers).
+an invitation e-mail with a one-time sign-in link (portal/accounts/invitations.py), and is enrolled at once: the
+account is the roster's own. People enrolled now and missing from the file are taken out of the course. Teachers are
+not part of a roster (they are the course's teachers).
+
+Someone who already has an account is never put into a course by a teacher's roster: being enrolled shows the
+course's teachers the work one books to the course, so the person decides. The import asks them (an e-mail, a
+notice, their dashboard: `invitation_ask`) and they are enrolled when they accept; declining or letting the request
+expire enrols nobody. A later import that leaves them out (or enrols them itself) withdraws the request. An admin's
+import enrols them at once: admins enrol people directly everywhere (the admin console) and already see everyone's
+work, so asking would protect nobody.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 
-from portal.accounts.invitations import invitation_create, invitations_send
+from portal.accounts.invitations import invitation_ask, invitation_create, invitations_send, invitations_withdraw
 from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Role, User
+from portal.accounts.selectors import roster_waiting
 from portal.accounts.services import enrollment_remove, enrollment_set
 from portal.errors import Conflict, InvalidInput
 
@@ -55,11 +64,14 @@ class RosterPlan:
 
     course: Course
     problems: list[RosterProblem] = dataclasses.field(default_factory=list)
-    add: list[RosterRow] = dataclasses.field(default_factory=list)  # known people, not in the course yet
+    add: list[RosterRow] = dataclasses.field(default_factory=list)  # known, not in the course: enrolled (admins only)
     invite: list[RosterRow] = dataclasses.field(default_factory=list)  # unknown: an account and an e-mail
+    consent: list[RosterRow] = dataclasses.field(default_factory=list)  # known, not in the course: asked, not enrolled
     change: list[RosterRow] = dataclasses.field(default_factory=list)  # in the course, student <-> assistant
     keep: list[RosterRow] = dataclasses.field(default_factory=list)  # in the course already, as the file says
     remove: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (username, role) not in the file
+    withdraw: list[str] = dataclasses.field(default_factory=list)  # asked before, not asked now: request withdrawn
+    waiting: set[str] = dataclasses.field(default_factory=set)  # of `consent`: asked before (same role), no answer yet
 
     @property
     def fingerprint(self) -> str:
@@ -68,18 +80,22 @@ class RosterPlan:
             "course": self.course.code,
             "add": [(r.username, r.role) for r in self.add],
             "invite": [(r.username, r.role, r.email) for r in self.invite],
+            "consent": [(r.username, r.role) for r in self.consent],
             "change": [(r.username, r.role) for r in self.change],
             "remove": self.remove,
+            "withdraw": self.withdraw,
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
     @property
     def joining(self) -> int:
+        """People enrolled at once by the import (those asked join only when they accept)."""
         return len(self.add) + len(self.invite)
 
     @property
     def changes_anything(self) -> bool:
-        return bool(self.add or self.invite or self.change or self.remove)
+        asked = any(row.username not in self.waiting for row in self.consent)
+        return bool(self.add or self.invite or asked or self.change or self.remove or self.withdraw)
 
     def as_dict(self) -> dict:
         def rows(items):
@@ -90,9 +106,11 @@ class RosterPlan:
             "fingerprint": self.fingerprint,
             "add": rows(self.add),
             "invite": rows(self.invite),
+            "consent": [{**row, "waiting": row["username"] in self.waiting} for row in rows(self.consent)],
             "change": rows(self.change),
             "keep": rows(self.keep),
             "remove": [{"username": username, "role": role} for username, role in self.remove],
+            "withdraw": [{"username": username} for username in self.withdraw],
             "problems": [{"line": p.line, "reason": p.reason} for p in self.problems],
         }
 
@@ -200,8 +218,9 @@ def _row(line: int, values: dict[str, str]) -> tuple[RosterRow | None, str]:
     return RosterRow(line, username, email, first, last, role), ""
 
 
-def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
-    """What importing `data` into the course would do; nothing is written."""
+def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
+    """What importing `data` into the course would do when `by` imports it; nothing is written. People who have an
+    account and are not in the course are asked (`consent`), or enrolled at once (`add`) when `by` is an admin."""
     rows, problems = roster_rows(data)
     plan = RosterPlan(course=course, problems=problems)
     known = {user.username: user for user in User.objects.filter(username__in=[r.username for r in rows])}
@@ -239,7 +258,7 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
         listed.add(user.pk)
         enrollment = current.get(user.pk)
         if enrollment is None:
-            plan.add.append(row)
+            (plan.add if by.is_lab_admin else plan.consent).append(row)
         elif enrollment.role != row.role:
             plan.change.append(row)
         else:
@@ -250,6 +269,10 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
         for user_id, e in current.items()
         if user_id not in listed and e.source != MembershipSource.IDP
     )
+    asked = {(row.username, row.role) for row in plan.consent}
+    waiting = set(roster_waiting(course).values_list("user__username", "role"))
+    plan.waiting = {username for username, _role in waiting & asked}  # asked before as this: nothing new to ask
+    plan.withdraw = sorted({username for username, _role in waiting} - {username for username, _role in asked})
     plan.problems.sort(key=lambda p: p.line)
     return plan
 
@@ -268,11 +291,12 @@ def roster_commit(
 ) -> RosterPlan:
     """Import the roster: every change of the plan in one transaction, or nothing when a line is bad (InvalidInput
     naming each line) or the course changed since the preview that showed `fingerprint` (Conflict). New people get
-    an account and, once committed, their invitation e-mail."""
+    an account and, once committed, their invitation e-mail; people who have an account get a request to join (an
+    admin's import enrols them)."""
     try:
         with transaction.atomic():
             Course.objects.select_for_update().get(pk=course.pk)  # one import of a course at a time
-            plan = roster_plan(course=course, data=data)
+            plan = roster_plan(course=course, data=data, by=by)
             _refuse_bad(plan, fingerprint)
             _apply(plan, course=course, by=by, link_base=link_base)
     except IntegrityError:
@@ -305,6 +329,12 @@ def _apply(plan: RosterPlan, *, course: Course, by: User, link_base: str) -> Non
         user.save()
         enrollment_set(user=user, course=course, role=row.role, source=MembershipSource.ROSTER)
         invited.append(invitation_create(user=user, course=course, by=by, link_base=link_base, send=False))
+    known = {user.username: user for user in User.objects.filter(username__in=[r.username for r in plan.consent])}
+    for row in plan.consent:
+        asked = invitation_ask(user=known[row.username], course=course, role=row.role, by=by, link_base=link_base)
+        if asked is not None and known[row.username].email:  # without an address, their dashboard tells them
+            invited.append(asked)
+    invitations_withdraw(course=course, usernames=plan.withdraw)
     if invited:
         # Once committed, all of them over one SMTP connection.
         transaction.on_commit(lambda: invitations_send(invited))

@@ -8,9 +8,11 @@ import hashlib
 from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet
+from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from portal.accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, User
+from portal.accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, RosterInvitation, User
 from portal.accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
 from portal.errors import NotFound
 
@@ -88,26 +90,49 @@ def people_by_role() -> dict[str, int]:
     return {role: counts.get(role, 0) for role in Role.values}
 
 
-def people_visible_to(user: User | None, field: str) -> Q:
-    """Whose things (jobs, notebooks) a person may look at, as a filter on the owner `field`: their own; a teacher's
-    also their courses' students'; an admin's everyone's; nobody's when signed out."""
+def work_visible_to(user: User | None, *, owner: str, course: str, at: str, assistants: bool = True) -> Q:
+    """Whose work (jobs, notebook sessions, ledger entries, efficiency rows) a person may look at: the one rule, as
+    a filter on the work's `owner` field, the `course` it is booked to and `at`, the moment it was booked (a job's
+    submission, a session's request, a ledger entry's start).
+
+    - signed out: nothing; an admin: everything;
+    - everyone: their own work, all of it;
+    - a course's teachers: the work booked to that course at a moment inside the course's term (its first day through
+      its last, the lab's local date: `term_includes`, the rule `courses_in_term` uses). The term's end hides nothing
+      booked in it: a teacher keeps reading the work of their course's term afterwards (its marks, its questions);
+      work booked to the course before its term or after it (an admin's booking, a term moved) is not the course's;
+    - a course's teaching assistants (with `assistants`; jobs leave them out): the same, of the course's students
+      only — not the other assistants' work, nor the teachers'.
+
+    Never a person's work booked to no course or to another course: being enrolled in someone's course shows them
+    nothing of what you do outside it."""
     if user is None or not user.is_authenticated:
         return Q(pk__in=[])
     if user.is_lab_admin:
         return Q()
-    if user.is_teacher:
-        students = User.objects.filter(enrollments__course__teachers=user).values("pk")
-        return Q(**{field: user.pk}) | Q(**{f"{field}__in": students})
-    return Q(**{field: user.pk})
+    visible = Q(**{owner: user.pk})
+    in_term = term_includes(TruncDate(at, tzinfo=timezone.get_current_timezone()), course=course)
+    taught = list(Course.objects.filter(teachers=user).values_list("pk", flat=True))
+    if taught:
+        visible |= Q(**{f"{course}__in": taught}) & in_term
+    if assistants:
+        for course_id in courses_assisted_by(user).values_list("pk", flat=True):
+            students = students_of(Course.objects.filter(pk=course_id)).values("pk")
+            visible |= Q(**{course: course_id, f"{owner}__in": students}) & in_term
+    return visible
 
 
-def notebook_owners_visible_to(user: User | None, field: str) -> Q:
-    """Whose notebooks a person may look at: `people_visible_to`, and for a teaching assistant also the students of
-    the courses they assist (their notebooks and usage, not their jobs)."""
-    visible = people_visible_to(user, field)
-    if user is None or not user.is_authenticated or user.is_lab_admin:
-        return visible
-    return visible | Q(**{f"{field}__in": students_assisted_by(user).values("pk")})
+def people_of_courses_staffed_by(user: User | None) -> QuerySet[User]:
+    """The people a person may name (ask for the usage of): themselves; the people enrolled in the courses they teach
+    (students and assistants); the students of the courses they assist; admins everyone. What is shown of them is
+    still only `work_visible_to`."""
+    if user is None or not user.is_authenticated:
+        return User.objects.none()
+    if user.is_lab_admin:
+        return User.objects.all()
+    taught = User.objects.filter(enrollments__course__teachers=user).values("pk")
+    assisted = students_assisted_by(user).values("pk")
+    return User.objects.filter(Q(pk=user.pk) | Q(pk__in=taught) | Q(pk__in=assisted))
 
 
 def courses_assisted_by(user: User) -> QuerySet[Course]:
@@ -126,9 +151,9 @@ def students_assisted_by(user: User) -> QuerySet[User]:
 
 
 def courses_staffed_by(user: User | None) -> QuerySet[Course]:
-    """Courses whose students, usage and notebooks this person may see: those they teach and those they assist as a
-    teaching assistant; admins every course; nobody's when signed out. (Any term: past courses' usage stays
-    readable. Filter with `courses_in_term` for what gives access today.)"""
+    """Courses this person looks after (their students, and the work booked to them: `work_visible_to`): those they
+    teach and those they assist as a teaching assistant; admins every course; nobody's when signed out. (Any term:
+    past courses' usage stays readable. Filter with `courses_in_term` for what gives access today.)"""
     if user is None or not user.is_authenticated:
         return Course.objects.none()
     if user.is_lab_admin:
@@ -161,7 +186,7 @@ def roster_course_for(user: User, code: str) -> Course:
 def roster_of(course: Course) -> list[dict]:
     """The course's people, assistants first: each enrollment with whether the person still has an invitation
     waiting (no password chosen yet)."""
-    invited = set(course.roster_invitations.values_list("user_id", flat=True))
+    invited = set(course.roster_invitations.filter(consent=False).values_list("user_id", flat=True))
     rows = []
     for enrollment in (
         Enrollment.objects.filter(course=course).select_related("user").order_by("role", "user__username")
@@ -172,14 +197,38 @@ def roster_of(course: Course) -> list[dict]:
     return rows
 
 
-def may_look_after(user: User, owner_id: int) -> bool:
-    """Whether `user` looks after the person `owner_id` (stops their notebook): an admin; a teacher of a course
-    the person is enrolled in; a teaching assistant of a course the person is a student of."""
-    if user.is_lab_admin:
-        return True
-    if user.is_teacher and Course.objects.filter(teachers=user, enrollments__user_id=owner_id).exists():
-        return True
-    return students_assisted_by(user).filter(pk=owner_id).exists()
+def roster_waiting(course: Course, *, now: dt.datetime | None = None) -> QuerySet[RosterInvitation]:
+    """The course's requests to join still waiting for the person's answer (not enrolled yet), by username."""
+    now = now or timezone.now()
+    return (
+        course.roster_invitations.filter(consent=True, used_at__isnull=True, expires_at__gt=now)
+        .select_related("user")
+        .order_by("user__username")
+    )
+
+
+def invitations_waiting_for(user: User, *, now: dt.datetime | None = None) -> QuerySet[RosterInvitation]:
+    """Requests to join a course this person has not answered yet and may still accept, oldest first."""
+    if not user.is_authenticated:
+        return RosterInvitation.objects.none()
+    now = now or timezone.now()
+    return (
+        RosterInvitation.objects.filter(user=user, consent=True, used_at__isnull=True, expires_at__gt=now)
+        .select_related("course", "sent_by")
+        .order_by("created_at", "pk")
+    )
+
+
+def invitation_of(user: User, invitation_id: int) -> RosterInvitation:
+    """One of this person's requests to join, whatever its state; anyone else's (or none): NotFound."""
+    invitation = (
+        RosterInvitation.objects.filter(pk=invitation_id, user_id=user.pk, consent=True)
+        .select_related("course", "sent_by")
+        .first()
+    )
+    if invitation is None:
+        raise NotFound(_("No such invitation."))
+    return invitation
 
 
 def lab_admins() -> QuerySet[User]:
@@ -198,8 +247,15 @@ def courses_in_term(*, today: dt.date | None = None) -> QuerySet[Course]:
     A course gives its students and teachers access from the first day of its term to the last, inclusive, in the
     lab's time zone; the day after `term_end` it gives nothing (no grace: a course that needs more time extends
     its term in the admin console)."""
-    today = today or timezone.localdate()
-    return Course.objects.filter(term_start__lte=today, term_end__gte=today)
+    return Course.objects.filter(term_includes(today or timezone.localdate()))
+
+
+def term_includes(day, *, course: str = "") -> Q:
+    """The term rule as a filter: the course's (`course`, a relation's name, or the Course itself when blank) term
+    runs from `term_start` through `term_end`, both included; `day` is a date or an expression of one (the lab's
+    local date)."""
+    prefix = f"{course}__" if course else ""
+    return Q(**{f"{prefix}term_start__lte": day, f"{prefix}term_end__gte": day})
 
 
 def courses_active_for(user: User, *, today: dt.date | None = None) -> QuerySet[Course]:

@@ -45,6 +45,14 @@ class RosterPersonOut(serializers.Serializer):
     role = serializers.ChoiceField(choices=CourseRole.choices, help_text="Role in the course.")
 
 
+class RosterAskedOut(RosterPersonOut):
+    waiting = serializers.BooleanField(help_text="Asked by an earlier import and still to answer: not asked again.")
+
+
+class RosterWithdrawnOut(serializers.Serializer):
+    username = serializers.CharField()
+
+
 class RosterRemovedOut(serializers.Serializer):
     username = serializers.CharField()
     role = serializers.ChoiceField(choices=CourseRole.choices, help_text="Role in the course.")
@@ -58,11 +66,23 @@ class RosterProblemOut(serializers.Serializer):
 class RosterPlanOut(serializers.Serializer):
     course = serializers.CharField()
     fingerprint = serializers.CharField(help_text="Send it with the import to be sure it does what this preview said.")
-    add = RosterPersonOut(many=True, help_text="Known people who join the course.")
-    invite = RosterPersonOut(many=True, help_text="People not known yet: an account and an invitation e-mail.")
+    add = RosterPersonOut(
+        many=True, help_text="People with an account who are enrolled at once (an admin's import only)."
+    )
+    invite = RosterPersonOut(
+        many=True, help_text="People not known yet: enrolled at once, with a new account and an invitation e-mail."
+    )
+    consent = RosterAskedOut(
+        many=True,
+        help_text="People with an account (a teacher's import): asked to join by e-mail and on their dashboard; "
+        "enrolled only when they accept, nobody when they decline or let it expire.",
+    )
     change = RosterPersonOut(many=True, help_text="People whose role in the course changes.")
     keep = RosterPersonOut(many=True, help_text="People already in the course as the file says.")
     remove = RosterRemovedOut(many=True, help_text="People in the course now and not in the file.")
+    withdraw = RosterWithdrawnOut(
+        many=True, help_text="People asked by an earlier import who are not asked now: the request is withdrawn."
+    )
     problems = RosterProblemOut(many=True, help_text="Bad lines; an import with any does nothing.")
 
 
@@ -100,10 +120,11 @@ class RosterPreviewApi(APIView):
     @extend_schema(
         request=RosterIn,
         responses=RosterPlanOut,
-        summary="Preview a roster import: who would be added, invited, changed and removed, and the bad lines",
+        summary="Preview a roster import: who would be enrolled at once, who asked to join (enrolled when they "
+        "accept), changed and removed, and the bad lines",
     )
     def post(self, request, code: str):
         course = roster_course_for(request.user, code)
         data = RosterIn(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(roster_plan(course=course, data=data.validated_data["csv"]).as_dict())
+        return Response(roster_plan(course=course, data=data.validated_data["csv"], by=request.user).as_dict())

@@ -1,5 +1,6 @@
 """The roster pages of a course (its teachers and admins): the roster, upload → preview → confirm, export, send an
-invitation again; and the invitation's one-time sign-in page (anyone holding the link). Thin."""
+invitation again; the invitation's one-time sign-in page (anyone holding the link); and the page where a person
+accepts or declines a request to join a course (theirs only). Thin."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import SetPasswordForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from portal.accounts.invitations import invitation_accept, invitation_resend, invitation_valid
+from portal.accounts.invitations import invitation_accept, invitation_answer, invitation_resend, invitation_valid
 from portal.accounts.models import User
 from portal.accounts.rosters import roster_commit, roster_export, roster_plan, roster_size_check
-from portal.accounts.selectors import roster_course_for, roster_of
+from portal.accounts.selectors import invitation_of, roster_course_for, roster_of, roster_waiting
 from portal.accounts.signin.backends import local_login_allows
 from portal.errors import Conflict, NotFound, PortalError
 
@@ -27,7 +30,7 @@ def _link_base(request: HttpRequest) -> str:
 
 
 def _page(request: HttpRequest, course, *, error: str = "", status: int = 200) -> HttpResponse:
-    context = {"course": course, "rows": roster_of(course), "error": error}
+    context = {"course": course, "rows": roster_of(course), "waiting": roster_waiting(course), "error": error}
     return render(request, "rosters/roster.html", context, status=status)
 
 
@@ -47,7 +50,7 @@ def roster_preview(request: HttpRequest, code: str) -> HttpResponse:
     try:
         roster_size_check(upload.size)  # before reading it into memory
         data = upload.read()
-        plan = roster_plan(course=course, data=data)
+        plan = roster_plan(course=course, data=data, by=request.user)
     except PortalError as exc:
         return _page(request, course, error=exc.message, status=exc.status)
     text = data.decode("utf-8-sig")
@@ -74,16 +77,18 @@ def roster_import(request: HttpRequest, code: str) -> HttpResponse:
             course=course, by=request.user, data=text, fingerprint=fingerprint, link_base=_link_base(request)
         )
     except Conflict as exc:
-        return _preview(request, roster_plan(course=course, data=text), text, status=exc.status, error=exc.message)
+        plan = roster_plan(course=course, data=text, by=request.user)
+        return _preview(request, plan, text, status=exc.status, error=exc.message)
     except PortalError as exc:
         try:
-            plan = roster_plan(course=course, data=text)
+            plan = roster_plan(course=course, data=text, by=request.user)
         except PortalError:
             return _page(request, course, error=exc.message, status=exc.status)
         return _preview(request, plan, text, status=exc.status, error=exc.message)
     parts = [
         f"{len(plan.add)} added",
         f"{len(plan.invite)} invited by e-mail",
+        _("%(count)d asked to join (enrolled when they accept)") % {"count": len(plan.consent)},
         f"{len(plan.change)} changed",
         f"{len(plan.remove)} removed",
     ]
@@ -142,3 +147,32 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         messages.success(request, f"Welcome, {user.username}: your password is set and you are signed in.")
         return redirect("dashboard")
     return render(request, "rosters/invitation.html", context)
+
+
+# --- A request to join a course: the person answers, signed in as themselves --------------------------------------
+
+DECISIONS = {"accept": True, "decline": False}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def course_invitation(request: HttpRequest, invitation_id: int) -> HttpResponse:
+    invitation = invitation_of(request.user, invitation_id)  # someone else's: 404, as for no such invitation
+    context = {"invitation": invitation, "open": invitation.used_at is None and invitation.expires_at > timezone.now()}
+    if request.method == "GET":
+        return render(request, "rosters/course_invitation.html", context)
+    decision = request.POST.get("decision", "")
+    if decision not in DECISIONS:
+        context["error"] = _("Choose Accept or Decline.")
+        return render(request, "rosters/course_invitation.html", context, status=400)
+    try:
+        invitation = invitation_answer(user=request.user, invitation_id=invitation.pk, accept=DECISIONS[decision])
+    except PortalError as exc:
+        context["error"] = exc.message
+        return render(request, "rosters/course_invitation.html", context, status=exc.status)
+    code = invitation.course.code
+    if DECISIONS[decision]:
+        messages.success(request, _("You are now in %(code)s.") % {"code": code})
+    else:
+        messages.success(request, _("You declined to join %(code)s; nothing changed.") % {"code": code})
+    return redirect("dashboard")

@@ -15,7 +15,14 @@ from labs.notebooks.selectors import notebooks_live_of
 from labs.reservations.selectors import reservations_of, reservations_pending
 from labs.selectors import lab_summary, usage_of
 from portal.accounts.models import User
-from portal.accounts.selectors import courses_of, effective_quota, notices_for, people_by_role, tokens_of
+from portal.accounts.selectors import (
+    courses_of,
+    effective_quota,
+    invitations_waiting_for,
+    notices_for,
+    people_by_role,
+    tokens_of,
+)
 from portal.accounts.services import notice_dismiss
 from portal.accounts.signin.oidc import oidc_enabled
 from portal.web.lockout import login_throttled
@@ -97,6 +104,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         },
     }
     context["notices"] = notices_for(user)
+    context["invitations"] = invitations_waiting_for(user)
     context["my_notebooks"] = notebooks_live_of(user)
     if user.is_teacher or user.is_lab_admin:
         context["my_reservations"] = reservations_of(user)[:5]

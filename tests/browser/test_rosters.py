@@ -33,20 +33,40 @@ def test_upload_preview_and_confirm_a_roster(live_server, page):
     )
     page.get_by_test_id("roster-preview").click()
     expect(page.get_by_role("heading", name="Import this roster into DL-101?")).to_be_visible()
-    expect(page.get_by_test_id("summary")).to_contain_text("1 added · 1 invited by e-mail · 0 changed · 1 removed")
-    expect(page.get_by_test_id("added")).to_have_text("dot (teaching assistant)")
-    expect(page.get_by_test_id("invited")).to_have_text("eli <eli@uni.example>")
+    expect(page.get_by_test_id("summary")).to_contain_text(
+        "1 enrolled at once (0 added · 1 invited by e-mail) · 1 wait for their consent · 0 changed · 1 removed"
+    )
+    expect(page.get_by_test_id("invited")).to_have_text("Line 3: eli <eli@uni.example>")
+    expect(page.get_by_test_id("consent")).to_have_text("Line 2: dot (teaching assistant)")
+    expect(page.get_by_test_id("consent-why")).to_contain_text("joins DL-101 only if they accept")
     expect(page.get_by_test_id("removed")).to_have_text("bea")
     assert set(Enrollment.objects.values_list("user__username", flat=True)) == {"bea"}  # nothing yet
 
     page.get_by_test_id("roster-confirm").click()
     expect(page.get_by_role("status")).to_contain_text(
-        "Roster of DL-101 imported: 1 added, 1 invited by e-mail, 0 changed, 1 removed."
+        "Roster of DL-101 imported: 0 added, 1 invited by e-mail, 1 asked to join (enrolled when they accept), "
+        "0 changed, 1 removed."
     )
-    expect(page.locator("tr[data-username=dot]")).to_contain_text("teaching assistant")
+    expect(page.locator("[data-testid=roster-waiting] tr[data-username=dot]")).to_contain_text("teaching assistant")
+    expect(page.locator("[data-testid=roster] tr[data-username=dot]")).to_have_count(0)
     expect(page.locator("tr[data-username=eli]")).to_contain_text("invited, no password yet")
     expect(page.locator("tr[data-username=bea]")).to_have_count(0)
-    assert [m.to for m in mail.outbox] == [["eli@uni.example"]]
+    assert [m.to for m in mail.outbox] == [["eli@uni.example"]]  # dot has no address: her dashboard asks her
+    assert set(Enrollment.objects.values_list("user__username", flat=True)) == {"eli"}
+
+    # dot answers on her dashboard, signed in as herself.
+    page.context.clear_cookies()
+    page.goto(live_server.url + "/login/")
+    page.get_by_label("Username").fill("dot")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("invitations")).to_contain_text("DL-101, asked by ada")
+    page.get_by_role("link", name="Accept or decline").click()
+    expect(page.get_by_role("heading", name="Join DL-101?")).to_be_visible()
+    page.get_by_test_id("invitation-accept").click()
+    expect(page.get_by_role("status")).to_contain_text("You are now in DL-101.")
+    expect(page.get_by_test_id("invitations")).to_have_count(0)
+    assert Enrollment.objects.get(user__username="dot").role == "assistant"
     assert errors == []
 
 

@@ -187,7 +187,8 @@ def jobs_of_everyone():
     course.teachers.add(teacher)
     EnrollmentFactory(user=student, course=course)
     return {
-        "student": JobFactory(owner=student, name="student's"),
+        "student": JobFactory(owner=student, name="student's", course=course),  # booked to the teacher's course
+        "personal": JobFactory(owner=student, name="personal's"),  # the same student's, booked to no course
         "other": JobFactory(owner=other, name="other's"),
         "teacher": JobFactory(owner=teacher, name="teacher's"),
         "admin": JobFactory(owner=UserFactory(username="admin-x", role="admin"), name="admin's"),
@@ -195,9 +196,9 @@ def jobs_of_everyone():
 
 
 VISIBLE = {
-    "student": {"student"},
-    "teacher": {"teacher", "student"},
-    "admin": {"student", "other", "teacher", "admin"},
+    "student": {"student", "personal"},
+    "teacher": {"teacher", "student"},  # never the student's personal job
+    "admin": {"student", "personal", "other", "teacher", "admin"},
 }
 
 
@@ -256,7 +257,7 @@ def test_cancel_per_role(api_as, jobs_of_everyone, role):
         response = client.post(f"{URL}{job.pk}/cancel/")
         if owner not in VISIBLE[role]:
             assert response.status_code == 404
-        elif owner == role or role == "admin":
+        elif jobs_of_everyone[owner].owner.username == f"{role}-x" or role == "admin":
             assert response.status_code == 200, response.json()
             assert response.json()["status"] == "cancelled"
             assert response.json()["events"][-1]["to_state"] == "cancelled"

@@ -92,7 +92,8 @@ def jobs():
     course.teachers.add(teacher)
     EnrollmentFactory(user=student, course=course)
     return {
-        "student": JobFactory(owner=student, name="student job"),
+        "student": JobFactory(owner=student, name="student job", course=course),  # booked to the teacher's course
+        "personal": JobFactory(owner=student, name="personal job"),  # booked to no course: the student's own
         "other": JobFactory(owner=UserFactory(username="other"), name="other job"),
     }
 
@@ -124,7 +125,8 @@ def test_the_log_view_shows_the_end_of_a_huge_log_and_says_it_is_cut(browser_cli
 def test_teachers_see_their_students_jobs_but_do_not_cancel_them(browser_client, jobs):
     client = browser_client("teacher")
     page = client.get("/jobs/").content.decode()
-    assert "student job" in page and "other job" not in page
+    assert "student job" in page and "other job" not in page and "personal job" not in page
+    assert client.get(f"/jobs/{jobs['personal'].pk}/").status_code == 404
     detail = client.get(f"/jobs/{jobs['student'].pk}/")
     assert detail.status_code == 200 and b"cancel-link" not in detail.content
     assert client.get(f"/jobs/{jobs['student'].pk}/cancel/").status_code == 403

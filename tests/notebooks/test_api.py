@@ -162,7 +162,9 @@ def test_who_may_see_and_stop_a_notebook(course, profiles):
     course.teachers.add(teacher)
     other_teacher = UserFactory(username="alan", role="teacher")
     admin = UserFactory(username="root", role="admin")
-    session_id = client_for(ada).post(URL, {"profile": "quarter"}, format="json").json()["id"]
+    # Started under DL-101's profile: booked to DL-101, its teacher's to see (a personal one is not:
+    # tests/portal/test_work_visibility.py).
+    session_id = client_for(ada).post(URL, {"profile": "dl-only"}, format="json").json()["id"]
 
     for stranger in (bob, other_teacher):
         assert client_for(stranger).get(f"{URL}{session_id}/").status_code == 404

@@ -274,7 +274,7 @@ def test_stop_a_queued_notebook_after_confirming(client):
 
 
 def test_teacher_stops_their_students_running_notebook(client, course_setup):
-    session = make_session(course_setup["bo"], make_profile(), NotebookStatus.READY)
+    session = make_session(course_setup["bo"], make_profile(), NotebookStatus.READY, course=course_setup["dl"])
     assert client.login(username="ada", password=PASSWORD)
     page = client.get(f"/notebooks/{session.pk}/stop/")
     assert page.status_code == 200 and "Stop this notebook?" in page.content.decode() and "bo" in page.content.decode()
@@ -287,7 +287,7 @@ def test_teacher_stops_their_students_running_notebook(client, course_setup):
 
 @pytest.mark.parametrize("who,role", [("eve", None), ("dan", None), ("zed", "student"), ("tom", "teacher")])
 def test_others_get_404_on_stop(client, course_setup, who, role):
-    session = make_session(course_setup["bo"], make_profile())
+    session = make_session(course_setup["bo"], make_profile(), course=course_setup["dl"])
     if role:
         signed_in(client, who, role)
     else:
@@ -311,14 +311,17 @@ def test_admin_stops_anyones(browser_client, course_setup):
 
 def test_course_page_for_a_teacher(client, course_setup):
     profile = make_profile()
-    mine = make_session(course_setup["bo"], profile, NotebookStatus.READY, last_activity_at=timezone.now())
-    other = make_session(course_setup["dan"], profile)
+    dl = course_setup["dl"]
+    mine = make_session(course_setup["bo"], profile, NotebookStatus.READY, last_activity_at=timezone.now(), course=dl)
+    personal = make_session(course_setup["bo"], profile, NotebookStatus.READY)  # booked to no course: bo's own
+    other = make_session(course_setup["dan"], profile, course=course_setup["cv"])
     assert client.login(username="ada", password=PASSWORD)
     page = client.get("/notebooks/course/")
     assert page.status_code == 200
     html = page.content.decode()
     assert 'data-course="DL-101"' in html and 'data-course="CV-201"' not in html
     assert f'data-notebook-id="{mine.pk}"' in html and f'data-notebook-id="{other.pk}"' not in html
+    assert f'data-notebook-id="{personal.pk}"' not in html
     assert "gpu07" in html and "cy" in html and "No live notebook" in html
     assert 'href="/notebooks/course/DL-101/stop/"' in html and f'href="/notebooks/{mine.pk}/stop/"' in html
 
@@ -345,19 +348,21 @@ def test_a_teacher_without_courses_sees_the_empty_state(browser_client):
 
 def test_stop_all_in_a_course(client, course_setup):
     profile = make_profile()
-    queued = make_session(course_setup["bo"], profile)
-    ready = make_session(course_setup["cy"], profile, NotebookStatus.READY)
-    elsewhere = make_session(course_setup["dan"], profile, NotebookStatus.READY)
+    dl = course_setup["dl"]
+    queued = make_session(course_setup["bo"], profile, course=dl)
+    ready = make_session(course_setup["cy"], profile, NotebookStatus.READY, course=dl)
+    elsewhere = make_session(course_setup["dan"], profile, NotebookStatus.READY, course=course_setup["cv"])
+    personal = make_session(course_setup["cy"], profile, NotebookStatus.READY)  # cy's own, booked to no course
     assert client.login(username="ada", password=PASSWORD)
     page = client.get("/notebooks/course/DL-101/stop/")
     assert page.status_code == 200 and "2 notebooks</strong> of 2 students in DL-101" in page.content.decode()
     assert client.post("/notebooks/course/DL-101/stop/").status_code == 400  # not confirmed
     response = client.post("/notebooks/course/DL-101/stop/", {"confirm": "yes"})
     assert response.status_code == 302 and response["Location"] == "/notebooks/course/"
-    for session in (queued, ready, elsewhere):
+    for session in (queued, ready, elsewhere, personal):
         session.refresh_from_db()
     assert queued.status == NotebookStatus.STOPPED and ready.status == NotebookStatus.STOPPING
-    assert elsewhere.status == NotebookStatus.READY
+    assert elsewhere.status == NotebookStatus.READY and personal.status == NotebookStatus.READY
     assert "2 notebooks in DL-101 stopped." in client.get("/notebooks/course/").content.decode()
 
 

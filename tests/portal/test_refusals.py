@@ -116,12 +116,13 @@ def test_someone_elses_job_is_404_on_every_page_and_endpoint(client):
 
 
 def test_a_job_a_teacher_may_see_but_not_cancel_is_403_with_one_sentence(client):
-    """A teacher sees their students' jobs; cancelling one is for its owner or an admin, on the page and in the API."""
+    """A teacher sees the jobs booked to their course; cancelling one is for its owner or an admin, on the page and in
+    the API."""
     teacher, student = UserFactory(username="ada", role="teacher"), UserFactory(username="bo", role="student")
     course = CourseFactory(code="DL-101")
     course.teachers.add(teacher)
     EnrollmentFactory(course=course, user=student)
-    job = JobFactory(owner=student)
+    job = JobFactory(owner=student, course=course)
     as_page(client, teacher)
     assert client.get(f"/jobs/{job.pk}/").status_code == 200
     page = client.post(f"/jobs/{job.pk}/cancel/", {"confirm": "yes"})

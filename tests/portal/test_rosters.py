@@ -1,7 +1,8 @@
 """Course rosters: upload → preview → confirm on the pages and in the API, bad lines, export, invitations.
 
 DL-101 is taught by ada; al (kept), bea (removed) and cas (made an assistant) are in it. The file lists al, cas as
-assistant, dot (a known student, added) and eli (unknown: an account and an invitation e-mail).
+assistant, dot (a known student: asked to join, enrolled only when dot accepts; an admin's import enrols dot) and eli
+(unknown: an account and an invitation e-mail). The requests to join: tests/portal/test_roster_consent.py.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def dl():
     course.teachers.add(ada)
     for name in ("al", "bea", "cas"):
         EnrollmentFactory(user=UserFactory(username=name, role="student", email=f"{name}@uni.example"), course=course)
-    UserFactory(username="dot", role="student")
+    UserFactory(username="dot", role="student", email="dot@uni.example")
     return course
 
 
@@ -50,7 +51,7 @@ def roster_now(course) -> dict[str, str]:
 
 
 BEFORE = {"al": "student", "bea": "student", "cas": "student"}
-AFTER = {"al": "student", "cas": "assistant", "dot": "student", "eli": "student"}
+AFTER = {"al": "student", "cas": "assistant", "eli": "student"}  # dot is asked, not enrolled
 
 
 def api(username: str) -> APIClient:
@@ -78,9 +79,10 @@ def test_the_preview_names_who_is_added_invited_changed_and_removed_and_writes_n
     page = upload(client, "DL-101", ROSTER)
     assert page.status_code == 200
     html = page.content.decode()
-    assert "1</strong> added · <strong>1</strong> invited by e-mail · <strong>1</strong> changed" in html
+    assert "<strong>1</strong> enrolled at once (0 added · 1 invited by e-mail)" in html
+    assert "<strong>1</strong> wait for their consent · <strong>1</strong> changed" in html
     assert "<strong>1</strong> removed · 1 unchanged" in html
-    assert "<li>dot</li>" in html and "eli &lt;eli@uni.example&gt;" in html
+    assert "<li>Line 4: dot</li>" in html and "Line 5: eli &lt;eli@uni.example&gt;" in html
     assert "cas becomes a teaching assistant" in html and "<li>bea</li>" in html
     assert roster_now(dl) == BEFORE and not User.objects.filter(username="eli").exists()
 
@@ -94,11 +96,13 @@ def test_confirming_imports_everything_and_invites_the_unknown(client, dl, djang
     assert response.status_code == 302 and response["Location"] == "/courses/DL-101/roster/"
     assert roster_now(dl) == AFTER
     html = client.get("/courses/DL-101/roster/").content.decode()
-    assert "1 added, 1 invited by e-mail, 1 changed, 1 removed" in html
+    assert "0 added, 1 invited by e-mail, 1 asked to join (enrolled when they accept), 1 changed, 1 removed" in html
     assert "invited, no password yet" in html and "Send the invitation again" in html
+    assert "1 person asked to join, not enrolled yet" in html and '<tr data-username="dot">' in html
     eli = User.objects.get(username="eli")
     assert eli.role == "student" and not eli.has_usable_password() and eli.email == "eli@uni.example"
-    (message,) = mail.outbox
+    message, asked = sorted(mail.outbox, key=lambda m: m.to)[::-1]
+    assert asked.to == ["dot@uni.example"] and asked.subject == "GPU Lab: ada asks you to join DL-101"
     assert message.to == ["eli@uni.example"] and "DL-101" in message.subject
     token = link_in(message.body).rstrip("/").rsplit("/", 1)[1]
     invitation = RosterInvitation.objects.get(user=eli)
@@ -246,13 +250,14 @@ def test_another_teacher_gets_404_and_an_admin_any_course(client, dl):
     UserFactory(username="root", role="admin")
     response = api("root").post("/api/v1/courses/DL-101/roster/preview/", {"csv": ROSTER}, format="json")
     assert response.status_code == 200 and [r["username"] for r in response.json()["invite"]] == ["eli"]
+    assert [r["username"] for r in response.json()["add"]] == ["dot"] and response.json()["consent"] == []
     assert roster_now(dl) == BEFORE
 
 
 def test_the_api_previews_then_imports(dl, django_capture_on_commit_callbacks):
     client = api("ada")
     preview = client.post("/api/v1/courses/DL-101/roster/preview/", {"csv": ROSTER}, format="json").json()
-    assert [r["username"] for r in preview["add"]] == ["dot"]
+    assert preview["add"] == [] and [r["username"] for r in preview["consent"]] == ["dot"]
     assert [(r["username"], r["role"]) for r in preview["change"]] == [("cas", "assistant")]
     assert preview["remove"] == [{"username": "bea", "role": "student"}] and preview["problems"] == []
     with django_capture_on_commit_callbacks(execute=True):
@@ -260,11 +265,12 @@ def test_the_api_previews_then_imports(dl, django_capture_on_commit_callbacks):
             "/api/v1/courses/DL-101/roster/", {"csv": ROSTER, "fingerprint": preview["fingerprint"]}, format="json"
         )
     assert done.status_code == 200 and done.json()["fingerprint"] == preview["fingerprint"]
-    assert roster_now(dl) == AFTER and len(mail.outbox) == 1
-    # The same file again: nothing to do, nobody invited twice.
+    assert roster_now(dl) == AFTER and len(mail.outbox) == 2  # eli's link, dot's request
+    # The same file again: nothing to do, nobody invited or asked twice.
     again = client.post("/api/v1/courses/DL-101/roster/", {"csv": ROSTER}, format="json").json()
-    assert again["add"] == again["invite"] == again["remove"] == again["change"] == []
-    assert len(mail.outbox) == 1
+    assert again["add"] == again["invite"] == again["remove"] == again["change"] == again["withdraw"] == []
+    assert again["consent"] == [{"line": 4, "username": "dot", "email": "", "role": "student", "waiting": True}]
+    assert len(mail.outbox) == 2 and RosterInvitation.objects.filter(user__username="dot").count() == 1
 
 
 # --- The one-time link --------------------------------------------------------------------------------------------
@@ -340,8 +346,10 @@ def test_an_invitation_that_cannot_be_sent_tells_the_teacher(dl, settings, djang
     with django_capture_on_commit_callbacks(execute=True):
         done = api("ada").post("/api/v1/courses/DL-101/roster/", {"csv": ROSTER}, format="json")
     assert done.status_code == 200 and roster_now(dl) == AFTER  # the roster is in
-    notice = Notice.objects.get(user__username="ada")
-    assert "invitation e-mail to eli <eli@uni.example> for DL-101 could not be sent" in notice.text
+    notices = sorted(Notice.objects.filter(user__username="ada").values_list("text", flat=True))
+    assert "invitation e-mail to eli <eli@uni.example> for DL-101 could not be sent" in notices[1]
+    assert notices[0].startswith("The e-mail asking dot to join DL-101 could not be sent")
+    assert "they still find the request on their dashboard" in notices[0]
 
 
 def test_a_teacher_or_admin_is_no_roster_line(dl):

@@ -1,8 +1,9 @@
 """Teaching assistants: what a student who assists a course may see and do, page by page and endpoint by endpoint.
 
 DL-101 is taught by ada and assisted by tina (and tom); bo and cy are its students. CV-201 is taught by eve, with
-dan its student. An assistant sees DL-101's students, their usage and notebooks, and stops a student's notebook
-there; not in CV-201, not another assistant's, and never books nodes, writes profiles or quotas, or changes rosters.
+dan its student. An assistant sees DL-101's students, the usage and notebooks they book to DL-101, and stops such a
+notebook; not in CV-201, not another assistant's, never a student's work outside the course
+(tests/portal/test_work_visibility.py), and never books nodes, writes profiles or quotas, or changes rosters.
 """
 
 from __future__ import annotations
@@ -44,10 +45,10 @@ def course():
     EnrollmentFactory(user=people["cy"], course=dl)
     EnrollmentFactory(user=people["dan"], course=cv)
     profile = make_profile()
-    sessions = {
-        "bo": make_session(people["bo"], profile, NotebookStatus.READY),
-        "dan": make_session(people["dan"], profile, NotebookStatus.READY),
-        "tom": make_session(people["tom"], profile, NotebookStatus.READY),
+    sessions = {  # each started under its course's profile: booked to the course
+        "bo": make_session(people["bo"], profile, NotebookStatus.READY, course=dl),
+        "dan": make_session(people["dan"], profile, NotebookStatus.READY, course=cv),
+        "tom": make_session(people["tom"], profile, NotebookStatus.READY, course=dl),
     }
     return {"dl": dl, "cv": cv, "ada": ada, **people, "sessions": sessions}
 
@@ -77,7 +78,9 @@ def test_the_course_notebooks_page_shows_the_assisted_course_its_students_and_th
     # (at Monday 00:30 they would start in the week before: the monday-0000 clock drill found it).
     today = timezone.localdate()
     now = frozen_now(dt.datetime.combine(today - dt.timedelta(days=today.weekday() - 2), dt.time(12)))
-    AllocationFactory(user=course["bo"], starts_at=now - dt.timedelta(minutes=90), ends_at=now, share=1)
+    AllocationFactory(
+        user=course["bo"], course=course["dl"], starts_at=now - dt.timedelta(minutes=90), ends_at=now, share=1
+    )
     page = as_tina(client).get("/notebooks/course/")
     assert page.status_code == 200
     html = page.content.decode()

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.postgresql_only
 SLOW = "import time\nfor i in range({n}):\n    print(f'line {{i}}', flush=True)\n    time.sleep({gap})\n"
 
 
-def slow_job(portal, token: str, *, n: int = 6, gap: float = 1.0, name: str = "slow") -> int:
+def slow_job(portal, token: str, *, n: int = 6, gap: float = 1.0, name: str = "slow", course: str = "") -> int:
     body = {
         "name": name,
         "image": "python:3.12-slim",
@@ -26,6 +26,8 @@ def slow_job(portal, token: str, *, n: int = 6, gap: float = 1.0, name: str = "s
         "gpus": 1,
         "max_runtime_s": 600,
     }
+    if course:
+        body["course"] = course
     answer = httpx.post(f"{portal.url}/api/v1/jobs/", json=body, headers=auth(token), timeout=30)
     assert answer.status_code == 201, answer.text
     return answer.json()["id"]
@@ -176,8 +178,16 @@ def people(portal) -> dict:
 
 @pytest.fixture(scope="module")
 def done(portal) -> str:
-    """The log address of a finished job of ada's (a student of SDK-101, which tess teaches)."""
-    job_id = slow_job(portal, portal.tokens["ada"], n=1, gap=0, name="roles")
+    """The log address of a finished job of ada's (a student of SDK-101, which tess teaches), booked to SDK-101."""
+    job_id = slow_job(portal, portal.tokens["ada"], n=1, gap=0, name="roles", course="SDK-101")
+    wait_status(portal, portal.tokens["ada"], job_id, {"succeeded"})
+    return f"{portal.url}/api/v1/jobs/{job_id}/logs/"
+
+
+@pytest.fixture(scope="module")
+def personal(portal) -> str:
+    """The log address of a finished job of ada's booked to no course: hers alone."""
+    job_id = slow_job(portal, portal.tokens["ada"], n=1, gap=0, name="personal")
     wait_status(portal, portal.tokens["ada"], job_id, {"succeeded"})
     return f"{portal.url}/api/v1/jobs/{job_id}/logs/"
 
@@ -197,6 +207,14 @@ def test_the_owner_the_courses_teacher_and_an_admin_follow_the_log(portal, done,
 def test_the_owners_session_cookie_follows_the_log(done, people):
     answer = httpx.get(done, params={"follow": "1"}, cookies=people["cookie"], timeout=30)
     assert answer.status_code == 200 and answer.text == "line 0\n"
+
+
+def test_the_courses_teacher_gets_404_on_a_job_booked_to_no_course(portal, personal):
+    followed, paged = both(personal, headers=auth(portal.tokens["tess"]))
+    assert followed.status_code == paged.status_code == 404
+    assert followed.json() == paged.json() and followed.json()["code"] == "not_found"
+    mine = httpx.get(personal, params={"follow": "1"}, headers=auth(portal.tokens["ada"]), timeout=30)
+    assert mine.status_code == 200 and mine.text == "line 0\n"
 
 
 def test_a_teaching_assistant_of_another_course_gets_404(done, people):

@@ -44,7 +44,7 @@ def test_teachers_and_admins_get_last_weeks_summary_once(people, week, smtp_serv
     body = teacher_mail.get_content()
     assert "GPU usage of GPU Lab in the week 2026-11-16 to 2026-11-22:" in body
     assert "DL-101 — Deep learning: 3.0 GPU-hours" in body
-    assert "    ada: 3.0 GPU-hours (all their work)" in body
+    assert "    ada: 3.0 GPU-hours (booked to DL-101)" in body
     assert "Budget “DL-101 term”: 4.0 of 40.0 GPU-hours (10.0 %) from 2026-10-01 to 2027-01-31" in body
     assert "Turn these e-mails off on your account page" in body
     (admin_mail,) = smtp_server.to("root@lab.example")

@@ -43,12 +43,17 @@ def test_a_student_sees_only_themselves(now, lab, known):
 
 
 def test_a_teacher_sees_their_courses_and_an_admin_the_lab(now, lab, known):
+    """The teacher sees what was booked to DL-101 (alice's 3 h in the window), never the notebooks alice and bob
+    booked to no course; the admin sees everything."""
     teacher = client_of(lab.teacher).get("/api/v1/usage/", window(known)).json()
-    assert {row["key"] for row in teacher["rows"]} == {"alice", "bob"}
+    assert {row["key"] for row in teacher["rows"]} == {"alice"}
+    assert teacher["total_gpu_seconds"] == pytest.approx(3 * 3600)
     admin = client_of(UserFactory(username="boss", role="admin")).get("/api/v1/usage/", window(known)).json()
     assert admin["total_gpu_seconds"] == pytest.approx(known["alice"] + known["bob"] + known["carol"])
     by_course = client_of(lab.teacher).get("/api/v1/usage/", window(known, course="DL-101")).json()
-    assert by_course["total_gpu_seconds"] == pytest.approx(known["alice"] + known["bob"])
+    assert by_course["total_gpu_seconds"] == pytest.approx(3 * 3600)
+    bobs = client_of(lab.teacher).get("/api/v1/usage/", window(known, user="bob"))
+    assert bobs.status_code == 200 and bobs.json()["total_gpu_seconds"] == 0  # bob is in DL-101; his work is his
 
 
 @pytest.mark.parametrize("group_by", ["user", "course", "node", "kind", "day", "week", "month", "term"])
@@ -114,7 +119,7 @@ def test_efficiency_rows_by_role(now, lab, known):
     mine = client_of(lab.alice).get("/api/v1/usage/efficiency/", window(known)).json()
     assert {row["user"] for row in mine} == {"alice"} and len(mine) == 2
     taught = client_of(lab.teacher).get("/api/v1/usage/efficiency/", window(known)).json()
-    assert {row["user"] for row in taught} == {"alice", "bob"}
+    assert [(row["user"], row["course"]) for row in taught] == [("alice", "DL-101")]  # not the unbooked notebooks
     csv_body = client_of(lab.teacher).get("/api/v1/usage/efficiency/", window(known, format="csv"))
     assert len(csv_rows(csv_body)) == len(taught)
     assert client_of(lab.alice).get("/api/v1/usage/efficiency/", {"user": "carol"}).status_code == 404
@@ -128,20 +133,21 @@ def test_a_teaching_assistant_sees_the_students_and_not_another_assistant(now, l
     for assistant in (tara, tom):
         EnrollmentFactory(user=assistant, course=lab.course, role="assistant")
     entry(tom, lab.gpus[1], known["start"] + 2 * HOUR, known["start"] + 4 * HOUR)  # his own work, booked to no course
+    entry(tom, lab.gpus[2], known["start"] + 4 * HOUR, known["start"] + 5 * HOUR, course=lab.course)  # to DL-101
     assistant = client_of(tara)
     response = assistant.get("/api/v1/usage/", window(known, user="tom"))
     assert response.status_code == 404 and "tom" not in response.content.decode()
     assert assistant.get("/api/v1/usage/", window(known, user="alice")).status_code == 200
     by_user = assistant.get("/api/v1/usage/", window(known, group_by="user")).json()
-    assert {row["key"] for row in by_user["rows"]} == {"alice", "bob"}
+    assert {row["key"] for row in by_user["rows"]} == {"alice"}  # what the students booked to DL-101
     course = assistant.get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
-    assert {row["key"] for row in course["rows"]} == {"alice", "bob"}
-    assert course["total_gpu_seconds"] == pytest.approx(known["alice"] + known["bob"])
+    assert {row["key"] for row in course["rows"]} == {"alice"}
+    assert course["total_gpu_seconds"] == pytest.approx(3 * 3600)
     teacher = client_of(lab.teacher).get("/api/v1/usage/", window(known, course="DL-101", group_by="user")).json()
-    assert {row["key"] for row in teacher["rows"]} == {"alice", "bob"}
-    # The teacher sees the course's assistants too, as their jobs and notebooks: tom's own unbooked work is his.
+    assert {row["key"] for row in teacher["rows"]} == {"alice", "tom"}
+    # The teacher sees what the course's assistants book to it too; tom's own unbooked work is his.
     toms = client_of(lab.teacher).get("/api/v1/usage/", window(known, user="tom"))
-    assert toms.status_code == 200 and toms.json()["total_gpu_seconds"] == pytest.approx(2 * 3600)
+    assert toms.status_code == 200 and toms.json()["total_gpu_seconds"] == pytest.approx(3600)
 
 
 def test_efficiency_reads_only_the_window_and_whose(now, lab, known):

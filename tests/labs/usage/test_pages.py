@@ -167,8 +167,9 @@ def test_the_course_page_without_dates_shows_the_term_so_far_and_its_csv_agrees(
     # Before the term (1 February) but inside the eight-week default: not the course's term.
     before_term = timezone.make_aware(dt.datetime(2026, 1, 26, 9))
     entry(lab.alice, lab.gpus[0], before_term, before_term + 2 * HOUR, course=lab.course)
-    # In the term and before the week of `known`: alice's 2 h before Monday 00:00, bob's 10 h on 7-8 March.
-    term_hours = (known["alice"] + known["bob"] + 2 * 3600 + 10 * 3600) / 3600
+    # In the term, booked to the course: alice's 5 h from Sunday 22:00 (2 h before Monday 00:00). Never what the
+    # students booked to no course (alice's notebook, bob's notebook and his 10 h on 7-8 March).
+    term_hours = 5.0
     client = signed_in(lab.teacher)
     body = client.get("/usage/courses/", {"course": "DL-101"}).content.decode()
     assert 'role="alert"' not in body and "eight weeks" not in body
@@ -180,7 +181,7 @@ def test_the_course_page_without_dates_shows_the_term_so_far_and_its_csv_agrees(
         assert sum(float(row["gpu_hours"]) for row in rows) == pytest.approx(term_hours, abs=0.01), table
     until_monday = client.get("/usage/courses/", {"course": "DL-101", "to": "2026-03-08"}).content.decode()
     assert 'role="alert"' not in until_monday and 'name="from" value="2026-02-01"' in until_monday
-    assert total_on(until_monday) == pytest.approx(2 + 10, abs=0.01)  # alice's 2 h before Monday, bob's 10 h
+    assert total_on(until_monday) == pytest.approx(2, abs=0.01)  # alice's 2 h before Monday (bob's 10 h: his)
 
 
 def test_the_course_students_table_lists_students_not_assistants(now, lab, known):
