@@ -75,7 +75,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
         if course is None:
             raise NotFound("No such course among the ones you look after.")
     if username:
-        candidates = User.objects.filter(username=username)
+        candidates = User.objects.named(username)  # whatever the case typed
         if not viewer.is_lab_admin:
             candidates = candidates.filter(_people_filter(viewer, user_field="pk"))
         person = candidates.distinct().first()

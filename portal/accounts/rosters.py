@@ -25,6 +25,7 @@ from django.db.models.functions import Lower
 from portal.accounts.invitations import invitation_create, invitations_send
 from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Role, User
 from portal.accounts.services import enrollment_remove, enrollment_set
+from portal.accounts.usernames import username_key, username_normalized
 from portal.errors import Conflict, InvalidInput
 
 COLUMNS = ("username", "email", "first_name", "last_name", "role")
@@ -164,7 +165,7 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
         if why:
             problems.append(RosterProblem(line, why))
             continue
-        key = row.username
+        key = username_key(row.username)  # "Ann" and "ann" are one person
         if key in seen:
             problems.append(RosterProblem(line, f"{row.username} is listed twice (first on line {seen[key]})."))
             continue
@@ -174,7 +175,7 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
 
 
 def _row(line: int, values: dict[str, str]) -> tuple[RosterRow | None, str]:
-    username = values.get("username", "")
+    username = username_normalized(values.get("username", ""))
     if not username:
         return None, "the username is empty."
     try:
@@ -204,7 +205,10 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
     """What importing `data` into the course would do; nothing is written."""
     rows, problems = roster_rows(data)
     plan = RosterPlan(course=course, problems=problems)
-    known = {user.username: user for user in User.objects.filter(username__in=[r.username for r in rows])}
+    # People are matched by name whatever its case, and named from here on as their account is.
+    accounts = {username_key(user.username): user for user in User.objects.named_any(r.username for r in rows)}
+    rows = [_as_named(row, accounts.get(username_key(row.username))) for row in rows]
+    known = {user.username: user for user in accounts.values()}
     current = {e.user_id: e for e in Enrollment.objects.filter(course=course).select_related("user")}
     teachers = set(course.teachers.values_list("pk", flat=True))
     taken_emails = _emails_in_use([r.email for r in rows if r.username not in known and r.email])
@@ -252,6 +256,10 @@ def roster_plan(*, course: Course, data: bytes | str) -> RosterPlan:
     )
     plan.problems.sort(key=lambda p: p.line)
     return plan
+
+
+def _as_named(row: RosterRow, account: User | None) -> RosterRow:
+    return row if account is None else dataclasses.replace(row, username=account.username)
 
 
 def _emails_in_use(emails: list[str]) -> dict[str, str]:
