@@ -148,6 +148,27 @@ def test_the_portal_makes_hub_users_without_admin_rights(course, quarter):
     assert hub()._call("GET", f"/users/u{ada.pk}").json()["admin"] is False
 
 
+def test_the_hub_user_follows_the_account_through_a_rename_and_never_goes_with_a_reused_name(course, quarter):
+    NodeFactory(name="gpu01")
+    ada = student(course, "ada")
+    first = notebook_request(user=ada, profile="quarter")
+    run_until(lambda: ready(first))
+
+    ada.username = "ada-old"  # an admin renames her; someone else is then given "ada"
+    ada.save()
+    newcomer = student(course, "ada")
+    theirs = notebook_request(user=newcomer, profile="quarter")
+    run_until(lambda: ready(theirs))
+
+    assert reload(theirs).hub_user == f"u{newcomer.pk}" != reload(first).hub_user == f"u{ada.pk}"
+    # Each has a hub user of their own, with only their own server; the renamed account's next one joins hers.
+    assert set(hub()._call("GET", f"/users/u{ada.pk}").json()["servers"]) == {first.server_name}
+    assert set(hub()._call("GET", f"/users/u{newcomer.pk}").json()["servers"]) == {theirs.server_name}
+    notebook_stop(user=ada, session=reload(first))
+    run_until(lambda: reload(first).status == NotebookStatus.STOPPED)
+    assert notebook_request(user=ada, profile="quarter").hub_user == f"u{ada.pk}"
+
+
 # --- Bad input and quotas -------------------------------------------------------------------------
 
 

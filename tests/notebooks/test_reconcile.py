@@ -94,7 +94,8 @@ def test_a_server_the_portal_does_not_run_is_stopped_after_the_grace(course, qua
     assert hub().server(session.hub_user, session.server_name) is not None
     later = now + GRACE
     report = reconcile(now=later)
-    assert [(a.kind, a.target) for a in report.actions] == [("unknown_server", f"{session.hub_user}/{session.server_name}")]
+    target = f"{session.hub_user}/{session.server_name}"
+    assert [(a.kind, a.target) for a in report.actions] == [("unknown_server", target)]
     assert report.actions[0].sentence.endswith("that the portal does not run (notebook stopped)")
     wait_until(lambda: gone_from_hub(session.hub_user, session.server_name))
     assert reconcile(now=later).actions == []
