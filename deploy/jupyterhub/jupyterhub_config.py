@@ -134,7 +134,8 @@ c.ConfigurableHTTPProxy.pid_file = str(data_dir / "jupyterhub-proxy.pid")
 
 # --- Login through the portal --------------------------------------------------------------------------------------
 
-c.JupyterHub.authenticator_class = "oauthenticator.generic.GenericOAuthenticator"
+# GenericOAuthenticator, plus the person's portal name for JupyterLab to show (portal_hub/auth.py).
+c.JupyterHub.authenticator_class = "portal_hub.auth.PortalOAuthenticator"
 c.GenericOAuthenticator.login_service = _env("LAB_NAME", "GPU Lab") + " Portal"
 c.GenericOAuthenticator.client_id = _required("OAUTH_CLIENT_ID")
 c.GenericOAuthenticator.client_secret = _required("OAUTH_CLIENT_SECRET")
@@ -142,8 +143,9 @@ c.GenericOAuthenticator.oauth_callback_url = f"{hub_public_url}/hub/oauth_callba
 c.GenericOAuthenticator.authorize_url = f"{portal_url}/o/authorize/"
 c.GenericOAuthenticator.token_url = f"{portal_internal_url}/o/token/"
 c.GenericOAuthenticator.userdata_url = f"{portal_internal_url}/o/userinfo/"
-# "profile" brings preferred_username (the user name, lowercased) and groups ([role]); PKCE (S256) is
-# oauthenticator's default and the portal requires it.
+# "profile" brings preferred_username (the hub user name: u<portal account id>, never the portal's user name, so
+# two accounts never share a hub user and a rename keeps it), name (shown to the person) and groups ([role]);
+# PKCE (S256) is oauthenticator's default and the portal requires it.
 c.GenericOAuthenticator.scope = ["openid", "profile"]
 c.GenericOAuthenticator.username_claim = "preferred_username"
 c.GenericOAuthenticator.manage_groups = True
@@ -236,7 +238,8 @@ if spawner_kind == "kubernetes":
     if _env("HUB_SCHEDULER_NAME"):
         c.KubeSpawner.scheduler_name = _env("HUB_SCHEDULER_NAME")
     c.KubeSpawner.tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    # One home per student, shared by all of that student's servers; never deleted with a server.
+    # One home per student, shared by all of that student's servers; never deleted with a server. {username} is the
+    # hub user, u<portal account id>: a renamed account keeps its home (deploy/README.md: "Hub user names").
     c.KubeSpawner.pvc_name_template = "home-{username}"
     c.KubeSpawner.storage_pvc_ensure = True
     c.KubeSpawner.delete_pvc = False
@@ -261,7 +264,7 @@ elif spawner_kind == "local":
     c.LocalSpawner.sandbox_gid = _int("HUB_LOCAL_GID", 65534, minimum=1)
     c.LocalSpawner.tenant_uid_base = _int("HUB_LOCAL_UID_BASE", 1_000_000_000)
     c.LocalSpawner.tenant_uid_count = _int("HUB_LOCAL_UID_COUNT", 1_000_000, minimum=1)
-    c.SimpleLocalProcessSpawner.home_dir_template = str(data_dir / "homes" / "{username}")
+    c.SimpleLocalProcessSpawner.home_dir_template = str(data_dir / "homes" / "{username}")  # homes/u<account id>
     # Kept in the hub's process group, so whoever stops that group stops the notebooks too.
     c.LocalProcessSpawner.popen_kwargs = {"start_new_session": False}
 else:

@@ -54,7 +54,7 @@ class BudgetIn(serializers.Serializer):
     def validate_user(self, username):
         if not username:
             return None
-        person = User.objects.filter(username=username).first()
+        person = User.objects.named(username).first()  # whatever the case typed
         if person is None:
             raise serializers.ValidationError(f"No user {username[:150]}.")
         return person

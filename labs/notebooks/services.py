@@ -26,16 +26,11 @@ from labs.notebooks.wording import at_local, hours_text, share_text
 from portal.accounts.models import Course, User
 from portal.accounts.permissions import require_owner_or_admin
 from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import courses_active_for, courses_staffed_by, effective_quota
+from portal.accounts.selectors import courses_active_for, courses_staffed_by, effective_quota, hub_username
 from portal.accounts.services import notice_send
 from portal.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 log = logging.getLogger(__name__)
-
-
-def hub_name(user: User) -> str:
-    # The hub lowercases names; the OAuth login sends the same (portal.oauth).
-    return user.username.lower()
 
 
 def _course_for(user: User, profile: NotebookProfile) -> Course | None:
@@ -109,7 +104,7 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
             profile=chosen,
             course=course,
             status=NotebookStatus.QUEUED,
-            hub_user=hub_name(user),
+            hub_user=hub_username(user),
             requested_at=now,
             reason="Waiting for a GPU.",
         )

@@ -61,7 +61,7 @@ class ReservationIn(serializers.Serializer):
         return course
 
     def validate_owner(self, username):
-        owner = User.objects.filter(username=username).first()
+        owner = User.objects.named(username).first()  # whatever the case typed
         if owner is None:
             raise serializers.ValidationError(f"No user {username}.")
         return owner

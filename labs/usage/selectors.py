@@ -59,7 +59,7 @@ def scope_for(viewer: User, *, course_code: str | None = None, username: str | N
         if course is None:
             raise NotFound("No such course among the ones you look after.")
     if username:
-        person = people_of_courses_staffed_by(viewer).filter(username=username).first()
+        person = people_of_courses_staffed_by(viewer).named(username).first()  # whatever the case typed
         if person is None:
             raise NotFound("No such person among the ones whose usage you may see.")
     return Scope(viewer=viewer, course=course, person=person)

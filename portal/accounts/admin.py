@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q
 from django.urls import reverse
@@ -52,8 +53,16 @@ class ExternalIdentityInline(admin.TabularInline):
     readonly_fields = ["groups", "last_seen_at"]
 
 
+class UserCreationForm(AdminUserCreationForm):
+    def clean_username(self):
+        # User.clean() refuses a name that differs only in case from an account's, naming that account (Django's
+        # own check says only "already exists"); the change form gets the same from it.
+        return self.cleaned_data.get("username")
+
+
 @admin.register(User)
 class UserAdmin(DjangoUserAdmin):
+    add_form = UserCreationForm
     list_display = ["username", "full_name", "email", "role", "role_source", "is_active", "last_login"]
     list_filter = ["role", "role_source", "is_active", "courses_enrolled", "courses_taught"]
     search_fields = ["username", "first_name", "last_name", "email"]

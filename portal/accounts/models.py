@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractUser, UserManager
+from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
+
+from portal.accounts.usernames import NamedUserManager, username_taken_sentence
 
 
 class Role(models.TextChoices):
@@ -23,7 +26,7 @@ class RoleSource(models.TextChoices):
     IDP = "idp", "From the sign-in's groups"
 
 
-class PortalUserManager(UserManager):
+class PortalUserManager(NamedUserManager):
     def create_superuser(self, username, email=None, password=None, **extra_fields):
         extra_fields.setdefault("role", Role.ADMIN)
         return super().create_superuser(username, email, password, **extra_fields)
@@ -50,6 +53,13 @@ class User(AbstractUser):
 
     class Meta:
         ordering = ["username"]
+        # One person, one name: "Student2" next to "student2" is refused (the name keeps its case for display).
+        constraints = [models.UniqueConstraint(Lower("username"), name="user_username_unique_ignoring_case")]
+
+    def clean(self) -> None:
+        super().clean()  # the name as Django's forms normalise it (NFKC)
+        if other := User.objects.named(self.username).exclude(pk=self.pk).values_list("username", flat=True).first():
+            raise ValidationError({"username": username_taken_sentence(other)})
 
     def save(self, *args, **kwargs):
         # The admin console is for lab admins: the role decides, Django's flag follows it.

@@ -34,6 +34,7 @@ from portal.accounts.invitations import invitation_ask, invitation_create, invit
 from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSource, Role, User
 from portal.accounts.selectors import roster_waiting
 from portal.accounts.services import enrollment_remove, enrollment_set
+from portal.accounts.usernames import username_key, username_normalized
 from portal.errors import Conflict, InvalidInput
 
 COLUMNS = ("username", "email", "first_name", "last_name", "role")
@@ -182,7 +183,7 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
         if why:
             problems.append(RosterProblem(line, why))
             continue
-        key = row.username
+        key = username_key(row.username)  # "Ann" and "ann" are one person
         if key in seen:
             problems.append(RosterProblem(line, f"{row.username} is listed twice (first on line {seen[key]})."))
             continue
@@ -192,7 +193,7 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
 
 
 def _row(line: int, values: dict[str, str]) -> tuple[RosterRow | None, str]:
-    username = values.get("username", "")
+    username = username_normalized(values.get("username", ""))
     if not username:
         return None, "the username is empty."
     try:
@@ -223,7 +224,10 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
     account and are not in the course are asked (`consent`), or enrolled at once (`add`) when `by` is an admin."""
     rows, problems = roster_rows(data)
     plan = RosterPlan(course=course, problems=problems)
-    known = {user.username: user for user in User.objects.filter(username__in=[r.username for r in rows])}
+    # People are matched by name whatever its case, and named from here on as their account is.
+    accounts = {username_key(user.username): user for user in User.objects.named_any(r.username for r in rows)}
+    rows = [_as_named(row, accounts.get(username_key(row.username))) for row in rows]
+    known = {user.username: user for user in accounts.values()}
     current = {e.user_id: e for e in Enrollment.objects.filter(course=course).select_related("user")}
     teachers = set(course.teachers.values_list("pk", flat=True))
     taken_emails = _emails_in_use([r.email for r in rows if r.username not in known and r.email])
@@ -275,6 +279,10 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
     plan.withdraw = sorted({username for username, _role in waiting} - {username for username, _role in asked})
     plan.problems.sort(key=lambda p: p.line)
     return plan
+
+
+def _as_named(row: RosterRow, account: User | None) -> RosterRow:
+    return row if account is None else dataclasses.replace(row, username=account.username)
 
 
 def _emails_in_use(emails: list[str]) -> dict[str, str]:

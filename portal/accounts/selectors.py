@@ -241,6 +241,16 @@ def role_of(user: User) -> str:
     return Role.ADMIN if user.is_lab_admin else user.role
 
 
+def hub_username(user: User) -> str:
+    """The one name the notebook hub knows a person by: `u<id>`, from the account's id, never from its user name.
+
+    The hub's sign-in (portal.oauth: `preferred_username`) and the portal's hub calls (labs.notebooks) both use it,
+    so an admin renaming someone keeps their hub account, home volume and servers, and whoever gets a name that was
+    renamed away or only differs in case gets a hub account of their own. The hub's spawners read the portal's id
+    back from it (`int(name[1:])`)."""
+    return f"u{user.pk}"
+
+
 def courses_in_term(*, today: dt.date | None = None) -> QuerySet[Course]:
     """Courses whose term includes `today` (the lab's local date): the one rule for when a course gives access.
 

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from portal.accounts.models import (
     ApiToken,
@@ -34,13 +35,18 @@ TOKEN_TOUCH_EVERY = dt.timedelta(minutes=1)
 def user_upsert(
     *,
     username: str,
-    role: str,
+    role: str | None,
     password: str | None = None,
     email: str | None = None,
     course_codes: Iterable[str] = (),
+    rename: str | None = None,
 ) -> tuple[User, bool]:
-    """Create or update a user with a role; students are enrolled in and teachers teach the courses named."""
-    if role not in Role.values:
+    """Create or update a user with a role; students are enrolled in and teachers teach the courses named.
+
+    The account is found by its name whatever the case typed (`Student2` updates `student2`): names that differ
+    only in case are one name. `role` None keeps an existing account's role (a new one needs it); `rename` gives
+    the account a new name (its hub identity, from its id, stays)."""
+    if role is not None and role not in Role.values:
         raise ValidationError({"role": f"Unknown role {role!r}; use one of {', '.join(Role.values)}."})
     codes = list(dict.fromkeys(course_codes))
     courses = {course.code: course for course in Course.objects.filter(code__in=codes)}
@@ -48,11 +54,18 @@ def user_upsert(
     if missing:
         raise ValidationError({"course": f"No course with code {', '.join(missing)}."})
 
-    user = User.objects.select_for_update().filter(username=username).first()
+    user = _account_named(username)
     created = user is None
     if created:
+        if rename is not None:
+            raise ValidationError({"username": _("There is no account “%(name)s” to rename.") % {"name": username}})
+        if role is None:
+            raise ValidationError({"role": _("A new account needs a role.")})
         user = User(username=username)
-    user.role = role
+    if rename is not None:
+        user.username = rename
+    if role is not None:
+        user.role = role
     if email is not None:
         user.email = email
     if password is not None:
@@ -64,12 +77,30 @@ def user_upsert(
 
     for code in codes:
         course = courses[code]
-        if role == Role.STUDENT:
+        if user.role == Role.STUDENT:
             if not Enrollment.objects.filter(user=user, course=course).exists():
                 enrollment_set(user=user, course=course)
         else:
             course.teachers.add(user)
     return user, created
+
+
+def _account_named(username: str) -> User | None:
+    """The account of this name, locked: the exact name first (before migration 0008 could apply, two accounts may
+    differ only in case, and the exact name picks one), else the one whose name differs only in case."""
+    exact = User.objects.select_for_update().filter(username=username).first()
+    if exact is not None:
+        return exact
+    found = list(User.objects.select_for_update().named(username)[:2])
+    if len(found) > 1:
+        names = ", ".join(f"“{user.username}”" for user in found)
+        raise ValidationError(
+            {
+                "username": _("Several accounts differ from this name only in case (%(names)s): give the exact name.")
+                % {"names": names}
+            }
+        )
+    return found[0] if found else None
 
 
 @transaction.atomic

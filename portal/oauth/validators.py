@@ -7,7 +7,7 @@ from typing import Any
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
-from portal.accounts.selectors import role_of
+from portal.accounts.selectors import hub_username, role_of
 
 
 def hub_groups(user) -> list[str]:
@@ -22,8 +22,10 @@ class PortalOAuth2Validator(OAuth2Validator):
     def get_additional_claims(self) -> dict[str, Any]:
         # Request-agnostic form (callables of the request), so the discovery document lists the claims.
         return {
-            # The hub lowercases user names, and the portal's notebook code names hub users the same way.
-            "preferred_username": lambda request: request.user.username.lower(),
+            # The hub's user name: from the account's id (labs.notebooks names hub users the same way), so two
+            # accounts never share a hub account, whatever their names and however they are renamed.
+            "preferred_username": lambda request: hub_username(request.user),
+            # What the hub and JupyterLab show the person (portal_hub.auth): their name at the portal.
             "name": lambda request: request.user.get_full_name() or request.user.username,
             "email": lambda request: request.user.email,
             "groups": lambda request: hub_groups(request.user),

@@ -19,7 +19,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from portal.accounts.models import User
 from portal.accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
+from portal.accounts.usernames import username_key
 from portal.api.throttles import LoginThrottle, client_ip_address
 from portal.errors import SignInPaused
 
@@ -99,10 +101,17 @@ def not_a_password_sign_in(request: HttpRequest, credentials: dict | None) -> bo
 
 
 def lockout_username(request: HttpRequest, credentials: dict | None) -> str | None:
-    """AXES_USERNAME_CALLABLE: the username tried, cut to what a username can be (django-axes stores 255 characters;
-    a longer one is no account's, and its first 150 characters lock it as well as all of them)."""
+    """AXES_USERNAME_CALLABLE: the account the username tried names, whatever its case (a lock on "Student" holds
+    for "student" and "STUDENT": they sign in to one account), as its name in lower case; a name no account has,
+    normalised the same way. Cut to what a username can be (django-axes stores 255 characters; a longer one is no
+    account's, and its first 150 characters lock it as well as all of them)."""
     if credentials:
         username = credentials.get("username")
     else:
         username = request.POST.get("username") if request.method == "POST" else None
-    return None if username is None else str(username)[:150]
+    if username is None:
+        return None
+    tried = str(username)[:150]
+    # The account as the sign-in finds it (the database compares), so no spelling of its name escapes the lock.
+    account = User.objects.named(tried).values_list("username", flat=True).first() if tried else None
+    return username_key(account or tried)

@@ -93,12 +93,13 @@ def test_a_student_opens_jupyterlab_without_a_second_login_and_stops_it(live_ser
         open_link.click()
     lab = opened.value
     lab.set_default_timeout(90_000)
-    lab.wait_for_url(f"{real_hub.public_url}/user/sam/{session.server_name}/lab**", timeout=90_000)
+    # The hub knows sam as u<id> (the account's, never the name: portal.accounts.selectors.hub_username).
+    lab.wait_for_url(f"{real_hub.public_url}/user/u{sam.pk}/{session.server_name}/lab**", timeout=90_000)
     expect(lab.locator("#jp-main-dock-panel")).to_be_attached(timeout=90_000)
     assert lab.get_by_label("Password").count() == 0
     # The hub knows sam as the portal said: a student, not a hub admin.
     user = requests.get(
-        f"{real_hub.api_url}/users/sam", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
+        f"{real_hub.api_url}/users/u{sam.pk}", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
     ).json()
     assert user["admin"] is False and session.server_name in user["servers"]
     lab.close()
@@ -112,7 +113,7 @@ def test_a_student_opens_jupyterlab_without_a_second_login_and_stops_it(live_ser
         assert time.monotonic() < deadline, "the notebook did not stop"
         time.sleep(0.3)
     gone = requests.get(
-        f"{real_hub.api_url}/users/sam", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
+        f"{real_hub.api_url}/users/u{sam.pk}", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
     ).json()
     assert session.server_name not in gone["servers"]
     page.goto(live_server.url + "/notebooks/")

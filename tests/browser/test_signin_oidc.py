@@ -88,11 +88,11 @@ def test_a_student_signs_in_at_the_university_and_opens_a_notebook_with_no_secon
         open_link.click()
     lab = opened.value
     lab.set_default_timeout(90_000)
-    lab.wait_for_url(f"{real_hub.public_url}/user/ada/{session.server_name}/lab**", timeout=90_000)
+    lab.wait_for_url(f"{real_hub.public_url}/user/u{ada.pk}/{session.server_name}/lab**", timeout=90_000)
     expect(lab.locator("#jp-main-dock-panel")).to_be_attached(timeout=90_000)
     assert lab.get_by_label("Password").count() == 0 and lab.locator("input[name=sub]").count() == 0
     hub_user = requests.get(
-        f"{real_hub.api_url}/users/ada", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
+        f"{real_hub.api_url}/users/u{ada.pk}", headers={"Authorization": f"token {real_hub.token}"}, timeout=10
     ).json()
     assert hub_user["admin"] is False and session.server_name in hub_user["servers"]
     lab.close()

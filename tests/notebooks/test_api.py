@@ -216,7 +216,8 @@ def test_a_started_notebook_has_its_url_and_extend_adds_time(course, profiles):
 
     wait_until(is_ready, timeout=30, step=0.1)
     body = client.get(f"{URL}{session_id}/").json()
-    assert body["position"] is None and body["url"].endswith(f"/user/ada/nb{session_id}/") and body["node"] == "gpu01"
+    assert body["position"] is None and body["node"] == "gpu01"
+    assert body["url"].endswith(f"/user/u{ada.pk}/nb{session_id}/")
     extended = client.post(f"{URL}{session_id}/extend/")
     assert extended.status_code == 200 and extended.json()["ends_at"] >= body["ends_at"]
     assert client.delete(f"{URL}{session_id}/").json()["status"] == "stopping"

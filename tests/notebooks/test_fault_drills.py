@@ -194,7 +194,8 @@ def test_drill_a_worker_killed_inside_a_notebook_pass_the_next_one_spawns_it_onc
         broker.close()
     row = reload(session)
     assert row.status == NotebookStatus.QUEUED and row.start_attempts == 0 and not Allocation.objects.exists()
-    assert HubClient(hub.api_url, settings.NOTEBOOKS_HUB_TOKEN, timeout_s=10).server("ada", session.server_name) is None
+    client = HubClient(hub.api_url, settings.NOTEBOOKS_HUB_TOKEN, timeout_s=10)
+    assert client.server(session.hub_user, session.server_name) is None
 
     # The task comes back after the visibility time-out; the new worker's pass places it, spawns it, follows it.
     wait_for(lambda: time.monotonic() - killed_at > VISIBILITY_S + 0.5)

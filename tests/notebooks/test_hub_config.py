@@ -439,6 +439,22 @@ def test_one_home_volume_per_student_shared_by_their_servers(cluster_config):
     assert config.KubeSpawner.delete_pvc is False
 
 
+def test_the_home_volume_is_named_by_the_hub_user_which_is_the_portal_account_id(cluster_config):
+    pod, pvc = build(cluster_config(), options(17, KEY), user="u42")
+    validate(pod, pvc)
+    assert pvc["metadata"]["name"] == "home-u42" and pvc["metadata"]["annotations"]["hub.jupyter.org/username"] == "u42"
+    assert {"name": "home", "persistentVolumeClaim": {"claimName": "home-u42"}} in pod["spec"]["volumes"]
+
+
+def test_the_hub_signs_people_in_as_u_id_and_shows_them_their_portal_name(cluster_config):
+    config = cluster_config()
+    authenticator = import_item(config.JupyterHub.authenticator_class)(config=config)
+    assert authenticator.username_claim == "preferred_username"  # the portal's u<id> (portal.oauth.validators)
+    claims = {"sub": "42", "preferred_username": "u42", "name": "Ada Lovelace", "groups": ["student"]}
+    model = asyncio.run(authenticator.update_auth_model({"name": "u42", "auth_state": {"oauth_user": claims}}))
+    assert model["name"] == "u42" and model["user_info"] == {"name": "Ada Lovelace", "display_name": "Ada Lovelace"}
+
+
 def test_the_cluster_hub_refuses_unsigned_options_before_building_anything(cluster_config):
     from tornado.web import HTTPError
 

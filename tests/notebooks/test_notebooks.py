@@ -124,7 +124,7 @@ def test_start_ready_open_through_the_proxy_and_stop(course, quarter):
     run_until(lambda: ready(session))
     session = reload(session)
     assert session.url.startswith(hub().api_url.split("/hub/api")[0].rsplit(":", 1)[0])
-    assert session.url.endswith(f"/user/ada/nb{session.pk}/")
+    assert session.url.endswith(f"/user/u{ada.pk}/nb{session.pk}/")  # the hub user: u<account id>
     # Open it through the hub's proxy: the echo responder answers.
     answer = requests.get(session.url, timeout=10, allow_redirects=False)
     assert answer.status_code == 200
@@ -134,7 +134,7 @@ def test_start_ready_open_through_the_proxy_and_stop(course, quarter):
     assert reload(session).status == NotebookStatus.STOPPING
     run_until(lambda: reload(session).status == NotebookStatus.STOPPED)
     assert open_allocations(session) == []
-    assert hub().server("ada", session.server_name) is None
+    assert hub().server(f"u{ada.pk}", session.server_name) is None
     assert requests.get(session.url, timeout=10, allow_redirects=False).status_code != 200
 
 
@@ -144,8 +144,29 @@ def test_the_portal_makes_hub_users_without_admin_rights(course, quarter):
     ada = student(course, "Ada")
     session = notebook_request(user=ada, profile="quarter")
     run_until(lambda: ready(session))
-    assert reload(session).hub_user == "ada"
-    assert hub()._call("GET", "/users/ada").json()["admin"] is False
+    assert reload(session).hub_user == f"u{ada.pk}"  # from the account's id, never its (lowercased) name
+    assert hub()._call("GET", f"/users/u{ada.pk}").json()["admin"] is False
+
+
+def test_the_hub_user_follows_the_account_through_a_rename_and_never_goes_with_a_reused_name(course, quarter):
+    NodeFactory(name="gpu01")
+    ada = student(course, "ada")
+    first = notebook_request(user=ada, profile="quarter")
+    run_until(lambda: ready(first))
+
+    ada.username = "ada-old"  # an admin renames her; someone else is then given "ada"
+    ada.save()
+    newcomer = student(course, "ada")
+    theirs = notebook_request(user=newcomer, profile="quarter")
+    run_until(lambda: ready(theirs))
+
+    assert reload(theirs).hub_user == f"u{newcomer.pk}" != reload(first).hub_user == f"u{ada.pk}"
+    # Each has a hub user of their own, with only their own server; the renamed account's next one joins hers.
+    assert set(hub()._call("GET", f"/users/u{ada.pk}").json()["servers"]) == {first.server_name}
+    assert set(hub()._call("GET", f"/users/u{newcomer.pk}").json()["servers"]) == {theirs.server_name}
+    notebook_stop(user=ada, session=reload(first))
+    run_until(lambda: reload(first).status == NotebookStatus.STOPPED)
+    assert notebook_request(user=ada, profile="quarter").hub_user == f"u{ada.pk}"
 
 
 # --- Bad input and quotas -------------------------------------------------------------------------
@@ -366,7 +387,7 @@ def test_activity_reported_by_the_hub_keeps_it(course, quarter, settings):
     session = notebook_request(user=ada, profile="quarter")
     run_until(lambda: ready(session))
     # The single-user server reports activity (someone typed) 50 minutes in... as the hub tells it.
-    hub().record_activity("ada", session.server_name, later(50)())
+    hub().record_activity(session.hub_user, session.server_name, later(50)())
     write_gpu("gpu01", 0.0, later(70)())
     notebooks_pass(now=later(70)())
     session = reload(session)

@@ -40,12 +40,12 @@ def make_profile(
 
 def make_session(user, profile, status=NotebookStatus.QUEUED, **kw):
     now = timezone.now()
-    fields = {"hub_user": user.username, "reason": "Waiting for a GPU.", "requested_at": now}
+    fields = {"hub_user": f"u{user.pk}", "reason": "Waiting for a GPU.", "requested_at": now}
     if status == NotebookStatus.READY:
         fields.update(
             node="gpu07",
             gpu_index=0,
-            url=f"http://127.0.0.1:8001/user/{user.username}/nb/",
+            url=f"http://127.0.0.1:8001/user/u{user.pk}/nb/",
             reason="",
             ready_at=now,
             ends_at=now + dt.timedelta(hours=2),

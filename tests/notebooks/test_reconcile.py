@@ -63,7 +63,7 @@ def test_a_notebook_whose_server_vanished_is_ended_and_its_owner_told(course, qu
     ada = student(course, "ada")
     session = notebook_request(user=ada, profile="quarter")
     run_until(lambda: ready(session))
-    wait_until(lambda: gone_from_hub("ada", session.server_name))  # the hub lost it (a node died, a restart)
+    wait_until(lambda: gone_from_hub(session.hub_user, session.server_name))  # the hub lost it (a node died, a restart)
 
     dry = reconcile(dry_run=True)
     assert [(a.kind, a.target, a.done) for a in dry.actions] == [("lost_notebook", session.ref, False)]
@@ -91,12 +91,13 @@ def test_a_server_the_portal_does_not_run_is_stopped_after_the_grace(course, qua
     allocations_close(ref=Ref.notebook(session.pk), at=now)
 
     assert reconcile(now=now).actions == []  # within the grace: the pass may be stopping it
-    assert hub().server("ada", session.server_name) is not None
+    assert hub().server(session.hub_user, session.server_name) is not None
     later = now + GRACE
     report = reconcile(now=later)
-    assert [(a.kind, a.target) for a in report.actions] == [("unknown_server", f"ada/{session.server_name}")]
+    target = f"{session.hub_user}/{session.server_name}"
+    assert [(a.kind, a.target) for a in report.actions] == [("unknown_server", target)]
     assert report.actions[0].sentence.endswith("that the portal does not run (notebook stopped)")
-    wait_until(lambda: gone_from_hub("ada", session.server_name))
+    wait_until(lambda: gone_from_hub(session.hub_user, session.server_name))
     assert reconcile(now=later).actions == []
     assert ledger_violations() == []
 

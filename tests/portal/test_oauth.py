@@ -20,6 +20,7 @@ from django.test import Client, override_settings
 from jwcrypto import jwk, jwt
 from oauth2_provider.models import AccessToken, Application, Grant
 
+from portal.accounts.models import User
 from portal.oauth.keys import oidc_rsa_private_key
 from portal.oauth.services import hub_client_sync
 from tests.factories import PASSWORD, UserFactory
@@ -131,7 +132,7 @@ def test_the_hub_exchanges_the_code_and_reads_who_signed_in(client):
     assert info.status_code == 200
     assert info.json() == {
         "sub": str(student.pk),
-        "preferred_username": "ada.lovelace",
+        "preferred_username": f"u{student.pk}",  # the hub's user: from the account's id, not its name
         "name": "Ada Lovelace",
         "groups": ["student"],
     }  # no email: the hub does not ask for it
@@ -144,7 +145,24 @@ def test_the_hub_exchanges_the_code_and_reads_who_signed_in(client):
     assert claims["aud"] == settings.HUB_OAUTH_CLIENT_ID
     assert claims["iss"] == ISSUER
     assert claims["sub"] == str(student.pk)
-    assert claims["preferred_username"] == "ada.lovelace"
+    assert claims["preferred_username"] == f"u{student.pk}" and claims["name"] == "Ada Lovelace"
+
+
+def test_the_hub_user_follows_the_account_id_through_a_rename_and_not_a_reused_name():
+    """A name is not an identity: the hub user (its servers, its home) follows the account, not the name."""
+    ada = UserFactory(username="ada")
+    first = userinfo(hub_login(sign_in(Client(), ada)).json()["access_token"]).json()
+    assert first["preferred_username"] == f"u{ada.pk}" and first["name"] == "ada"
+
+    ada.username = "ada-old"  # an admin renames her
+    ada.save()
+    again = userinfo(hub_login(sign_in(Client(), ada)).json()["access_token"]).json()
+    assert again["preferred_username"] == first["preferred_username"] and again["name"] == "ada-old"
+
+    newcomer = UserFactory(username="ada")  # someone else gets the freed name
+    theirs = userinfo(hub_login(sign_in(Client(), newcomer)).json()["access_token"]).json()
+    assert theirs["preferred_username"] == f"u{newcomer.pk}" != first["preferred_username"]
+    assert theirs["name"] == "ada" and theirs["sub"] == str(newcomer.pk)
 
 
 @pytest.mark.parametrize("role", ["student", "teacher", "admin"])
@@ -153,7 +171,7 @@ def test_the_hub_learns_the_role_as_its_group(browser_client, role):
     info = userinfo(tokens["access_token"]).json()
 
     assert info["groups"] == [role]  # the hub's admin_groups = {"admin"} makes portal admins hub admins
-    assert info["preferred_username"] == f"{role}-x"
+    assert info["preferred_username"] == f"u{User.objects.get(username=f'{role}-x').pk}"
 
 
 def test_email_comes_with_the_email_scope(client):
@@ -482,10 +500,11 @@ def test_userinfo_refuses_an_access_token_in_the_query_string(client, method):
 
 
 def test_userinfo_by_post_with_the_header_still_works_without_csrf(client):
-    sign_in(client, UserFactory(username="kim"))
+    kim = UserFactory(username="kim")
+    sign_in(client, kim)
     access_token = hub_login(client).json()["access_token"]
     response = Client(enforce_csrf_checks=True).post("/o/userinfo/", HTTP_AUTHORIZATION=f"Bearer {access_token}")
-    assert response.status_code == 200 and response.json()["preferred_username"] == "kim"
+    assert response.status_code == 200 and response.json()["preferred_username"] == f"u{kim.pk}"
 
 
 def test_the_discovery_document_advertises_only_the_algorithm_id_tokens_are_signed_with():

@@ -151,3 +151,33 @@ def test_a_stable_id_attribute_names_the_entry(client, slapd, dl101, settings):
     client.logout()
     assert sign_in(client, "lena", "lena-password").status_code == 302  # found again by it
     assert ExternalIdentity.objects.count() == 1 and User.objects.filter(username__startswith="lena").count() == 1
+
+
+def test_a_local_account_whose_name_differs_only_in_case_is_never_taken_over(client, slapd, dl101):
+    local = UserFactory(username="LENA", role=Role.ADMIN)
+
+    response = sign_in(client, "lena", "lena-password")
+
+    assert response.status_code == 400 and "_auth_user_id" not in client.session
+    assert not ExternalIdentity.objects.exists() and list(User.objects.values_list("username", flat=True)) == ["LENA"]
+    local.refresh_from_db()
+    assert local.role == Role.ADMIN and not local.enrollments.exists()
+
+
+def test_an_account_made_in_another_case_during_the_first_sign_in_is_refused_not_doubled(
+    client, slapd, dl101, monkeypatch
+):
+    from portal.accounts.signin.ldap import PortalLDAPBackend
+
+    UserFactory(username="Lena")  # made by a roster import just after the sign-in looked for the name
+
+    def looked_before(self, username, ldap_user):  # what that look found: nobody, so a new account is built
+        return User(username=username.lower(), role=Role.STUDENT, role_source=RoleSource.IDP), True
+
+    monkeypatch.setattr(PortalLDAPBackend, "get_or_build_user", looked_before)
+
+    response = sign_in(client, "lena", "lena-password")
+
+    # The database refused "lena" beside "Lena": a refused sign-in (as for a local account of the name), not a 500.
+    assert response.status_code == 400 and "_auth_user_id" not in client.session
+    assert list(User.objects.values_list("username", flat=True)) == ["Lena"] and not ExternalIdentity.objects.exists()

@@ -273,3 +273,53 @@ def test_a_wrong_password_with_code_and_state_in_the_address_is_a_wrong_password
     assert token.status_code == 401 and token.json()["detail"] == "Wrong username or password."
     assert "_auth_user_id" not in client.session
     assert "OIDC" not in caplog.text  # the token endpoint was never asked
+
+
+# --- Names the IdP proposes: one name whatever its case ---------------------------------------------------------------
+
+
+def test_a_claim_differing_only_in_case_from_an_account_gets_a_name_of_its_own(client, idp):
+    local = UserFactory(username="student2", role=Role.ADMIN)
+    idp.set_user("s2-other", {"preferred_username": "Student2"})
+
+    assert sign_in(client, idp, "s2-other").status_code == 302
+
+    newcomer = ExternalIdentity.objects.get(subject="s2-other").user
+    assert newcomer.pk != local.pk and newcomer.username == "student2-2" and newcomer.role == Role.STUDENT
+    assert client.get("/api/v1/me/").json()["username"] == "student2-2"
+    assert sorted(User.objects.filter(username__istartswith="student2").values_list("username", flat=True)) == [
+        "student2",
+        "student2-2",
+    ]
+
+
+def test_a_full_width_claim_is_the_plain_name_and_never_a_look_alike_account(client, idp):
+    UserFactory(username="student2")
+    idp.set_user("s2-wide", {"preferred_username": "Ｓｔｕｄｅｎｔ２"})  # full-width letters: NFKC makes them student2
+
+    assert sign_in(client, idp, "s2-wide").status_code == 302
+
+    assert ExternalIdentity.objects.get(subject="s2-wide").user.username == "student2-2"
+
+
+def test_a_name_taken_in_another_case_between_the_check_and_the_save_gets_the_next_free_one(client, idp, monkeypatch):
+    from portal.accounts.signin import services
+
+    UserFactory(username="STUDENT2")  # made by a roster import just after the sign-in looked for a free name
+    stale = ["student2"]  # what that look found
+
+    def checked_before(proposed: str) -> str:
+        return stale.pop() if stale else real(proposed)
+
+    real = services._free_username
+    monkeypatch.setattr(services, "_free_username", checked_before)
+    idp.set_user("s2-race", {"preferred_username": "student2"})
+
+    assert sign_in(client, idp, "s2-race").status_code == 302
+
+    # The database refused "student2" beside "STUDENT2"; the sign-in looked again.
+    assert ExternalIdentity.objects.get(subject="s2-race").user.username == "student2-2"
+    assert sorted(User.objects.filter(username__istartswith="student2").values_list("username", flat=True)) == [
+        "STUDENT2",
+        "student2-2",
+    ]

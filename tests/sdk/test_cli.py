@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import stat
 
 import pytest
@@ -187,7 +188,7 @@ def test_a_notebook_from_the_command_line_start_ls_extend_stop(cli):
     code, out, err = cli("nb", "start", "tenth", "--timeout", "240")
     assert code == 0, err
     url = out.strip()
-    assert url.startswith("http://127.0.0.1:") and "/user/ada/" in url
+    assert url.startswith("http://127.0.0.1:") and re.search(r"/user/u[0-9]+/nb[0-9]+/$", url)  # hub user u<id>
     assert "waiting until it is ready" in err  # progress on stderr, the URL alone on stdout
     code, out, _ = cli("nb", "ls", "--json")
     notebook = next(n for n in json.loads(out) if n["url"] == url)

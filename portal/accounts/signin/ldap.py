@@ -11,12 +11,14 @@ import logging
 
 import ldap
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils.module_loading import import_string
 from django_auth_ldap.backend import LDAPBackend, LDAPSettings
 from django_auth_ldap.config import LDAPSearch
 
 from portal.accounts.models import ExternalIdentity, RoleSource, User
 from portal.accounts.signin.services import external_identity_sign_in, signin_groups_apply
+from portal.accounts.usernames import username_normalized
 
 logger = logging.getLogger("portal.signin")
 
@@ -104,14 +106,15 @@ class PortalLDAPBackend(LDAPBackend):
         )
         if identity is not None:
             return identity.user, False
-        if User.objects.filter(username__iexact=username).exists():
+        if User.objects.named(username).exists():  # whatever its case: "Student2" is student2's name
             logger.warning(
                 "LDAP sign-in of %s refused: a local account has that name and is not linked to %s",
                 username,
                 ldap_user.dn,
             )
             raise ldap_user.AuthenticationFailed("a local account has this name")
-        return User(username=username.lower(), role=settings.SIGNIN_DEFAULT_ROLE, role_source=RoleSource.IDP), True
+        name = username_normalized(username).lower()
+        return User(username=name, role=settings.SIGNIN_DEFAULT_ROLE, role_source=RoleSource.IDP), True
 
     def _link(self, user: User | None) -> User | None:
         if user is None or not hasattr(user, "ldap_user"):
@@ -127,7 +130,14 @@ class PortalLDAPBackend(LDAPBackend):
         )
 
     def authenticate_ldap_user(self, ldap_user, password):
-        user = self._link(super().authenticate_ldap_user(ldap_user, password))
+        try:
+            with transaction.atomic():  # a savepoint: the refusal below leaves the request's transaction usable
+                user = self._link(super().authenticate_ldap_user(ldap_user, password))
+        except IntegrityError:
+            # An account of this name in another case was made between the check and the save (the database's
+            # constraint refused the second): refused as a local account of that name is.
+            logger.warning("LDAP sign-in of %s refused: an account of that name was made meanwhile", ldap_user.dn)
+            return None
         return user if user is not None and user.is_active else None
 
     def populate_user(self, username):

@@ -28,6 +28,7 @@ from portal.accounts.models import (
 )
 from portal.accounts.services import enrollment_set
 from portal.accounts.signin.mapping import CourseGroup, map_groups, normalized_code
+from portal.accounts.usernames import username_normalized
 
 logger = logging.getLogger("portal.signin")
 IDP = MembershipSource.IDP
@@ -176,10 +177,13 @@ _USERNAME_CHARS = re.compile(r"[^\w.@+-]")
 
 
 def _free_username(proposed: str) -> str:
-    """A user name nobody has, from what the IdP proposes (lower case: the hub's names are)."""
-    base = _USERNAME_CHARS.sub("", (proposed or "").split("@")[0].lower())[:140] or "user"
+    """A user name nobody has, from what the IdP proposes: normalised as Django's forms store names (NFKC, so a
+    full-width or compatibility letter is the plain one), in lower case, cut to fit and suffixed (-2, -3, ...) while
+    an account has it in any case. (The database's constraint holds the rule when two sign-ins race.)"""
+    cleaned = _USERNAME_CHARS.sub("", username_normalized((proposed or "").split("@")[0]).lower())
+    base = cleaned[:140] or "user"
     name, n = base, 1
-    while User.objects.filter(username__iexact=name).exists():
+    while User.objects.named(name).exists():
         n += 1
         name = f"{base}-{n}"
     return name

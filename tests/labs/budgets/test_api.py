@@ -274,6 +274,12 @@ def test_the_admin_console_reads_each_budgets_use_once_for_its_columns(people, b
     assert len(ledger) == len(budgets)  # one reading of the ledger per row, for "used" and "cost" together
 
 
+def test_a_persons_budget_names_them_whatever_the_case_typed(people, now):
+    response = api_for(people["admin"]).post(URL, {"user": "ADA", "period": "month", "gpu_hours": "20"}, format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["user"] == "ada" and Budget.objects.get().user == people["student"]
+
+
 def test_a_monthly_budget_without_a_first_day_starts_this_month_in_the_api_and_the_console(people, client, now):
     body = {"user": "ada", "period": "month", "gpu_hours": "20"}
     response = api_for(people["admin"]).post(URL, body, format="json")

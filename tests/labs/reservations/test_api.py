@@ -57,6 +57,15 @@ def test_teacher_reserves_and_gets_the_contracts_answer(lab, ada):
     assert data["occurrences"] == [data["id"]]
 
 
+def test_an_admin_books_for_a_teacher_named_whatever_the_case_typed(lab, ada):
+    admin = UserFactory(username="root", role="admin")
+    response = client_for(admin).post(URL, body(owner="ADA"), format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["owner"] == "ada" and Reservation.objects.get().owner == ada
+    unknown = client_for(admin).post(URL, body(owner="nobody"), format="json")
+    assert unknown.status_code == 400 and "No user nobody." in unknown.json()["fields"]["owner"]
+
+
 def test_students_get_403_and_anonymous_401_and_nothing_is_written(lab):
     response = client_for(UserFactory(username="sam")).post(URL, body(), format="json")
     assert response.status_code == 403 and response.json()["code"] == "permission_denied"

@@ -56,6 +56,15 @@ def test_a_teacher_sees_their_courses_and_an_admin_the_lab(now, lab, known):
     assert bobs.status_code == 200 and bobs.json()["total_gpu_seconds"] == 0  # bob is in DL-101; his work is his
 
 
+def test_a_person_is_named_whatever_the_case_typed(now, lab, known):
+    teacher = client_of(lab.teacher)
+    for typed in ("alice", "ALICE", "Alice"):
+        body = teacher.get("/api/v1/usage/", window(known, user=typed)).json()
+        assert body["total_gpu_seconds"] == pytest.approx(3 * 3600), typed  # what alice booked to DL-101
+    # Still only among the people the teacher may see, whatever the case.
+    assert teacher.get("/api/v1/usage/", window(known, user="CAROL")).status_code == 404
+
+
 @pytest.mark.parametrize("group_by", ["user", "course", "node", "kind", "day", "week", "month", "term"])
 def test_json_and_csv_totals_agree(now, lab, known, group_by):
     admin = client_of(UserFactory(username="boss", role="admin"))
