@@ -24,7 +24,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-from portal.api.throttles import scope_client_ip
+from portal.addresses import scope_client_ip
 
 log = logging.getLogger("portal.ws")
 

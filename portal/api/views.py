@@ -102,7 +102,8 @@ class TokenApi(APIView):
 
     authentication_classes: list = []
     permission_classes: list = []
-    # Keyed on the client's address as NUM_PROXIES says: a made-up X-Forwarded-For does not get a fresh budget.
+    # Keyed on the client's address as FORWARDED_ALLOW_IPS says (portal.addresses): a made-up X-Forwarded-For
+    # does not get a fresh budget.
     throttle_classes = [ClientIpThrottle]
     throttle_scope = "token"
 

@@ -20,7 +20,8 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from portal.accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
-from portal.api.throttles import LoginThrottle, client_ip_address
+from portal.addresses import client_ip_address
+from portal.api.throttles import LoginThrottle
 from portal.errors import SignInPaused
 
 
