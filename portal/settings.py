@@ -731,6 +731,9 @@ TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5
 TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
 # --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
 # A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.
+# A client's {"type": "resync"} gets a snapshot at most once per this many seconds per connection (0: every time);
+# one asked for sooner comes in place of the first update after the interval, however many were asked meanwhile.
+TELEMETRY_RESYNC_MIN_S = envint("TELEMETRY_RESYNC_MIN_S", 5, minimum=0, maximum=3600)
 USAGE_IDLE_UTIL_PCT = envint("USAGE_IDLE_UTIL_PCT", 5, minimum=0, maximum=100)
 # How often beat refreshes the efficiency rows of running holders and of holders ended without one (seconds).
 USAGE_EFFICIENCY_REFRESH_S = envint("USAGE_EFFICIENCY_REFRESH_S", 600, minimum=30)

@@ -4,8 +4,10 @@ Signed in by the session cookie or an `Authorization: Token` header (portal.ws_a
 is refused at the handshake. The first message is `{"type": "snapshot", "seq", "gpus"}` (whole
 records), then `{"type": "update", "seq", "gpus"}` with the GPUs that changed: each GPU's node,
 index, sample time and changed fields, as the viewer may see them (labs.telemetry.visibility).
-Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap, or
-sends `{"type": "resync"}`, gets a new snapshot. The consumer only relays: nothing a client sends
+Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap sends
+`{"type": "resync"}` and gets a new snapshot: at most one per TELEMETRY_RESYNC_MIN_S per connection (a snapshot is
+some 12 KB for a 17-byte ask); one asked for sooner is owed, and comes in place of the first update after the
+interval, however many were asked meanwhile. The consumer only relays: nothing a client sends
 changes anything, and nothing it sends can break the connection of anyone else. The process's
 fan-out (labs.telemetry.fanout) looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S):
 a changed course or role brings a new snapshot, a deactivated account is closed (4403).
@@ -17,6 +19,7 @@ import asyncio
 import collections
 import json
 import logging
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -26,6 +29,7 @@ from labs.telemetry.fanout import GpuHub, get_hub
 from labs.telemetry.visibility import Viewer, viewers_for
 
 log = logging.getLogger("labs.telemetry")
+monotonic = time.monotonic  # the resync limit's clock (tests move it)
 
 
 def _load_viewer(user_id: int) -> Viewer | None:
@@ -61,6 +65,8 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
         self._resync = True  # the first thing sent is a snapshot
         self._seq = -1
         self._revoked = False
+        self._asked_at: float | None = None  # when a resync the client asked for was last granted
+        self._resync_owed = False
         await self.accept()
         self.hub = get_hub()
         try:
@@ -81,6 +87,10 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
     # --- from the hub (called on the event loop, never blocks) ----------------------------
 
     def deliver(self, seq: int, text: str) -> None:
+        if self._resync_owed and self._may_resync():
+            self._resync_owed = False
+            self.resync()  # the snapshot asked for too soon, in place of this update
+            return
         if len(self._outbox) >= self._limit:
             # The client cannot keep up: drop the backlog and send one snapshot when it can take it.
             self._outbox.clear()
@@ -135,9 +145,21 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
         if kind == "ping":
             await self.send(text_data='{"type":"pong"}')
         elif kind == "resync":
-            self.resync()
+            if self._may_resync():
+                self.resync()
+            else:
+                self._resync_owed = True
+                log.debug("ws/gpus: a resync from %s within TELEMETRY_RESYNC_MIN_S is owed", self._client())
         else:
             log.debug("ws/gpus: ignored a message from %s", self._client())
+
+    def _may_resync(self) -> bool:
+        """Whether a resync the client asked for may be sent now; if so, it counts from now."""
+        now = monotonic()
+        if self._asked_at is not None and now - self._asked_at < settings.TELEMETRY_RESYNC_MIN_S:
+            return False
+        self._asked_at = now
+        return True
 
     def _client(self) -> str:
         client = self.scope.get("client") or ("?", 0)
