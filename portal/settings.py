@@ -243,6 +243,9 @@ TOKEN_THROTTLE_RATE = _rate("TOKEN_THROTTLE_RATE", "20/min")
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
 # Live (not revoked, not expired) API tokens one person may hold at once; one more is refused.
 API_TOKENS_MAX = envint("API_TOKENS_MAX", 20, minimum=1, maximum=1000)
+# Open streams (the /ws/gpus/ WebSocket, followed job logs) look at their credential again this often (seconds): a
+# sign-out everywhere, a new password, a revoked token or a switched-off account ends them within it.
+CREDENTIAL_RECHECK_S = envint("CREDENTIAL_RECHECK_S", 5, minimum=1, maximum=300)
 
 # --- Rosters and their invitation e-mail (portal/accounts/rosters.py, invitations.py) ---------------------
 # A roster file (CSV) is refused above this size or row count: 1 MiB holds some 10,000 students.
@@ -728,12 +731,12 @@ except ValueError:
 # Updates waiting for one slow WebSocket client before it gets a fresh snapshot instead of the backlog.
 TELEMETRY_CLIENT_QUEUE = envint("TELEMETRY_CLIENT_QUEUE", 30, minimum=2)
 TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5)
-TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
-# --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
-# A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.
 # A client's {"type": "resync"} gets a snapshot at most once per this many seconds per connection (0: every time);
 # one asked for sooner comes in place of the first update after the interval, however many were asked meanwhile.
 TELEMETRY_RESYNC_MIN_S = envint("TELEMETRY_RESYNC_MIN_S", 5, minimum=0, maximum=3600)
+TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
+# --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
+# A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.
 USAGE_IDLE_UTIL_PCT = envint("USAGE_IDLE_UTIL_PCT", 5, minimum=0, maximum=100)
 # How often beat refreshes the efficiency rows of running holders and of holders ended without one (seconds).
 USAGE_EFFICIENCY_REFRESH_S = envint("USAGE_EFFICIENCY_REFRESH_S", 600, minimum=30)

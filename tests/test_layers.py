@@ -88,6 +88,7 @@ ENTRY_POINTS = {
         "portal.accounts.services",
         "portal.accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
         "portal.accounts.ratelimit",  # the one rate limiter services call before a write
+        "portal.accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
     ),
     "labs": (
         "labs",
