@@ -6,14 +6,18 @@ FROM python:3.11.13-slim-bookworm
 # PYTHONPATH=/app: the portal runs from its source tree (settings find templates/ and
 # static/ next to the packages), so /app must win over the copy `pip install .` puts in
 # site-packages, for uvicorn, manage.py and celery alike.
-# DEBUG defaults to off, so the image refuses to start without a real SECRET_KEY.
+# DEBUG defaults to off, so the image refuses to start without a real SECRET_KEY. FORWARDED_ALLOW_IPS empty: no
+# client's X-Forwarded-For is believed until the admin names the proxy in front (scripts/serve.sh, the web's CMD).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONPATH=/app \
     PORTAL_VAR_DIR=/app/var \
     STATIC_ROOT=/app/staticfiles \
-    DEBUG=false
+    DEBUG=false \
+    FORWARDED_ALLOW_IPS="" \
+    HOST=0.0.0.0 \
+    PORT=8000
 
 RUN groupadd --system --gid 10001 portal \
  && useradd --system --uid 10001 --gid portal --home-dir /app --no-create-home \
@@ -59,4 +63,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
 
-CMD ["uvicorn", "portal.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers"]
+# uvicorn on HOST:PORT, believing X-Forwarded-* only from the proxies FORWARDED_ALLOW_IPS names.
+CMD ["scripts/serve.sh"]

@@ -15,6 +15,7 @@ from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
 from jobs.selectors import job_for, jobs_visible_to
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
+from portal.accounts.credentials import Credential, credential_of_request, credentials_ended
 from portal.errors import BackendError, PortalError
 
 
@@ -248,9 +249,13 @@ def follow_headers(follow: Follow) -> dict[str, str]:
     }
 
 
-def _follow_response(follow: Follow) -> StreamingHttpResponse:
+def _follow_response(follow: Follow, credential: Credential | None) -> StreamingHttpResponse:
     """Under WSGI (and the test client); under ASGI portal/log_follow_app.py answers ?follow=1 before Django."""
-    response = StreamingHttpResponse(follow_log_sync(follow))
+
+    def still_holds() -> bool:  # the token or session the request came with, looked at again now and then
+        return credential is not None and credential not in credentials_ended([credential])
+
+    response = StreamingHttpResponse(follow_log_sync(follow, still_holds))
     for name, value in follow_headers(follow).items():
         response[name] = value
     after_view()
@@ -269,14 +274,16 @@ class JobLogsApi(APIView):
             "`X-Log-Max-Bytes` (the cap).\n\n"
             "With `follow=1` the answer is a stream (chunked) of the log from byte `since` (0 by default) on, as the "
             "job writes it; it ends once the attempt is over and its log is read to the end (or after "
-            "JOBS_LOG_FOLLOW_MAX_S). `X-Log-Start` says where it began: to resume, ask again with `since` = "
-            "`X-Log-Start` + the bytes received."
+            "JOBS_LOG_FOLLOW_MAX_S, or once the token or session it was opened with ends: revoked, signed out "
+            "everywhere, a new password; resuming then gets the 401 that says why). `X-Log-Start` says where it "
+            "began: to resume, ask again with `since` = `X-Log-Start` + the bytes received."
         ),
     )
     def get(self, request, job_id: int):
         job, values, attempt = log_request(request.user, job_id, request.query_params)
         if values["follow"]:
-            return _follow_response(Follow(job.pk, attempt, values["rank"], values.get("since", 0)))
+            follow = Follow(job.pk, attempt, values["rank"], values.get("since", 0))
+            return _follow_response(follow, credential_of_request(request))
         try:
             page = job_logs(
                 job=job,

@@ -2,7 +2,9 @@
 
 The answer is a stream (chunked over ASGI) of the rank's log from byte `since` on, ending once the attempt is over
 (the job finished, or a preemption sent it back to the queue) and the log has been read to its end, or after
-JOBS_LOG_FOLLOW_MAX_S (a client resumes with `since` = the bytes it has + the `since` it asked for).
+JOBS_LOG_FOLLOW_MAX_S (a client resumes with `since` = the bytes it has + the `since` it asked for), or once the
+credential it was opened with ends (`still_holds`, asked every CREDENTIAL_RECHECK_S: a revoked token, a sign-out
+everywhere, a new password): the stream stops, and resuming gets the API's 401 that says why.
 
 What one follower costs while it waits: nothing but a coroutine. Every JOBS_LOG_FOLLOW_POLL_S it borrows a thread of
 the shared executor for one read of the log (a seek and a read, no database), and every JOBS_LOG_FOLLOW_STATE_S one
@@ -17,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -68,11 +70,25 @@ def _timing() -> tuple[float, int, float]:
     return poll_s, state_every, time.monotonic() + float(settings.JOBS_LOG_FOLLOW_MAX_S)
 
 
-def follow_log_sync(follow: Follow) -> Iterator[bytes]:
+class _Recheck:
+    """When the follower's credential is due to be looked at again (every CREDENTIAL_RECHECK_S)."""
+
+    def __init__(self) -> None:
+        self.every = float(settings.CREDENTIAL_RECHECK_S)
+        self.next = time.monotonic() + self.every
+
+    def due(self) -> bool:
+        if time.monotonic() < self.next:
+            return False
+        self.next = time.monotonic() + self.every
+        return True
+
+
+def follow_log_sync(follow: Follow, still_holds: Callable[[], bool] | None = None) -> Iterator[bytes]:
     """The same, for WSGI servers and the test client, where a request has its thread anyway (jobs/api.py)."""
     poll_s, state_every, give_up = _timing()
     backend = get_job_backend()  # once per follow: on Kubernetes each one is a new API client
-    offset, tick, ending = follow.since, 0, False
+    offset, tick, ending, recheck = follow.since, 0, False, _Recheck()
     while True:
         data = _read(backend, follow, offset)
         if data:
@@ -80,6 +96,8 @@ def follow_log_sync(follow: Follow) -> Iterator[bytes]:
             yield data
         if time.monotonic() >= give_up:
             return  # checked on every tick: a job that writes without pause still ends the stream here
+        if still_holds is not None and recheck.due() and not still_holds():
+            return  # the credential ended (checked whether or not the job writes)
         if data:
             continue
         if ending:
@@ -91,14 +109,18 @@ def follow_log_sync(follow: Follow) -> Iterator[bytes]:
         time.sleep(poll_s)
 
 
-async def follow_log(follow: Follow, stop: asyncio.Event | None = None) -> AsyncIterator[bytes]:
+async def follow_log(
+    follow: Follow,
+    stop: asyncio.Event | None = None,
+    still_holds: Callable[[], Awaitable[bool]] | None = None,
+) -> AsyncIterator[bytes]:
     """Yield the log's bytes as they come, from `follow.since`, until the attempt is over and all is read
-    (or `stop` is set: the client went away)."""
+    (or `stop` is set: the client went away; or `still_holds` answers False: the credential ended)."""
     poll_s, state_every, give_up = _timing()
     read = sync_to_async(_read, thread_sensitive=False)
     over = sync_to_async(_attempt_over, thread_sensitive=False)
     backend = await sync_to_async(get_job_backend, thread_sensitive=False)()  # once per follow, as above
-    offset, tick, ending = follow.since, 0, False
+    offset, tick, ending, recheck = follow.since, 0, False, _Recheck()
     while True:
         data = await read(backend, follow, offset)
         if data:
@@ -106,6 +128,8 @@ async def follow_log(follow: Follow, stop: asyncio.Event | None = None) -> Async
             yield data
         if time.monotonic() >= give_up:
             return  # on every tick, as above
+        if still_holds is not None and recheck.due() and not await still_holds():
+            return  # as above
         if data:
             continue  # more may be there already: read on before sleeping
         if ending:

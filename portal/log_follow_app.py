@@ -6,7 +6,9 @@ one idle thread per follower. Here the follower is a coroutine: it signs the cal
 (session cookie or `Authorization: Token`, portal.ws_auth), checks the request with the view's own code
 (jobs.api.log_request: the same 400/404 answers; its own refusals are the API's, headers and all) in a thread of the
 shared pool, gives its database connection back, and then streams jobs.log_follow.follow_log, stopping when the
-client goes away. Under WSGI (and the test client) the DRF view (jobs.api.JobLogsApi) answers ?follow=1 itself.
+client goes away, or when the token or session it signed in with ends (looked at again every CREDENTIAL_RECHECK_S:
+revoked, signed out everywhere, a new password; the client that resumes gets the API's 401 saying why). Under WSGI
+(and the test client) the DRF view (jobs.api.JobLogsApi) answers ?follow=1 itself.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rest_framework import exceptions, serializers
 
 from jobs.api import follow_headers, log_request
 from jobs.log_follow import Follow, follow_log, release_connection
+from portal.accounts.credentials import Credential, Ended, credential_of_scope, credentials_ended
 from portal.api.auth import ExpiringTokenAuthentication
 from portal.api.errors import exception_handler, json_server_error
 from portal.errors import PortalError
@@ -47,10 +50,17 @@ def is_follow(scope) -> bool:
     return bool(follow) and follow[-1] in TRUE  # the last one counts, as the view's QueryDict reads it
 
 
-def _check(user, job_id: int, query_string: str) -> Follow:
+def _check(scope, job_id: int, query_string: str) -> tuple[Follow, Credential | None]:
     try:
-        job, values, attempt = log_request(user, job_id, QueryDict(query_string))
-        return Follow(job.pk, attempt, values["rank"], values.get("since", 0))
+        job, values, attempt = log_request(scope["user"], job_id, QueryDict(query_string))
+        return Follow(job.pk, attempt, values["rank"], values.get("since", 0)), credential_of_scope(scope)
+    finally:
+        release_connection()
+
+
+def _ended(credential: Credential) -> Ended | None:
+    try:
+        return credentials_ended([credential]).get(credential)
     finally:
         release_connection()
 
@@ -86,7 +96,7 @@ async def follow_app(scope, receive, send) -> None:
     job_id = int(PATH.match(scope["path"])["job_id"])
     try:
         query_string = scope.get("query_string", b"").decode("utf-8")
-        follow = await sync_to_async(_check, thread_sensitive=False)(user, job_id, query_string)
+        follow, credential = await sync_to_async(_check, thread_sensitive=False)(scope, job_id, query_string)
     except (exceptions.APIException, PortalError, UnicodeDecodeError) as exc:
         await _answer(send, _api_error(exceptions.ParseError() if isinstance(exc, UnicodeDecodeError) else exc))
         return
@@ -94,6 +104,16 @@ async def follow_app(scope, receive, send) -> None:
         log.exception("Following the log of job %s failed", job_id)
         await _answer(send, json_server_error(None))
         return
+    if credential is None:  # signed in, yet by nothing that can be looked at again: not followed
+        await _answer(send, _api_error(exceptions.NotAuthenticated()))
+        return
+
+    async def still_holds() -> bool:
+        ended = await sync_to_async(_ended, thread_sensitive=False)(credential)
+        if ended is not None:
+            log.info("Stopped following the log of job %s for %s: %s", job_id, user.username, ended.detail)
+        return ended is None
+
     headers = [(name.lower().encode(), value.encode()) for name, value in follow_headers(follow).items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     gone = asyncio.Event()
@@ -106,7 +126,7 @@ async def follow_app(scope, receive, send) -> None:
     watcher = asyncio.create_task(watch_disconnect())
     try:
         if scope["method"] == "GET":
-            async for chunk in follow_log(follow, stop=gone):
+            async for chunk in follow_log(follow, stop=gone, still_holds=still_holds):
                 if gone.is_set():
                     return
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -15,6 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.addresses import parse_proxies
 from portal.env import envbool, envchoice, envint, envlist, envmonthdays, envstr
 from portal.oauth.keys import oidc_rsa_private_key
 
@@ -188,11 +189,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Proxies in front of the portal whose X-Forwarded-For entries are believed (portal/api/throttles.py, client_ip):
-# 0 = the peer's address only (a bare server, or uvicorn --proxy-headers with FORWARDED_ALLOW_IPS naming the
-# proxy, as in docker-compose.yml); N = N proxies that each append the address they saw (nginx, Traefik, ...).
-# Every address-keyed limit (the token endpoint's throttle, DRF's) reads the client's address through it.
-NUM_PROXIES = envint("NUM_PROXIES", 0, minimum=0, maximum=5)
+# The proxies in front of the portal whose X-Forwarded-For (and uvicorn's X-Forwarded-Proto) are believed:
+# comma-separated addresses or networks (FORWARDED_ALLOW_IPS, read by scripts/serve.sh's uvicorn too); empty, the
+# default: none, the peer's address is the client's. portal.addresses.client_ip is the one reading: the token
+# endpoint's and the login's throttles, django-axes' lockout, the logs.
+try:
+    FORWARDED_ALLOW_IPS = parse_proxies(envstr("FORWARDED_ALLOW_IPS", "") or "")
+except ValueError as exc:
+    raise ImproperlyConfigured(f"FORWARDED_ALLOW_IPS: {exc}") from None
+if envint("NUM_PROXIES", 0, minimum=0) != 0:
+    # NUM_PROXIES believed the last N entries whoever sent them (a client reaching the portal past the proxy wrote
+    # its own); the proxies are named now.
+    raise ImproperlyConfigured(
+        "NUM_PROXIES is gone: name the proxies in front of the portal in FORWARDED_ALLOW_IPS (their addresses or "
+        "networks), and leave NUM_PROXIES unset."
+    )
 # --- Sign-in hardening (README: "Sign-in hardening") ------------------------------------------------------------
 # Two layers. Per address, DRF throttles slow every sign-in door: LOGIN_THROTTLE_RATE for POST /login/,
 # TOKEN_THROTTLE_RATE for POST /api/v1/token/ (all tries, right or wrong). Per (username, address), django-axes
@@ -216,7 +227,8 @@ AXES_COOLOFF_TIME = dt.timedelta(minutes=AXES_COOLOFF_MIN)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_CLIENT_IP_CALLABLE = "portal.api.throttles.client_ip_address"  # the one reading of X-Forwarded-For (NUM_PROXIES)
+AXES_CLIENT_IP_CALLABLE = "portal.addresses.client_ip_address"  # the one reading of X-Forwarded-For
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]  # never a header, should the callable above ever be bypassed
 AXES_LOCKOUT_CALLABLE = "portal.web.lockout.lockout_response"
 AXES_WHITELIST_CALLABLE = "portal.web.lockout.not_a_password_sign_in"
 AXES_USERNAME_CALLABLE = "portal.web.lockout.lockout_username"
@@ -231,6 +243,9 @@ TOKEN_THROTTLE_RATE = _rate("TOKEN_THROTTLE_RATE", "20/min")
 API_TOKEN_TTL_DAYS = envint("API_TOKEN_TTL_DAYS", 90, minimum=0, maximum=3650)
 # Live (not revoked, not expired) API tokens one person may hold at once; one more is refused.
 API_TOKENS_MAX = envint("API_TOKENS_MAX", 20, minimum=1, maximum=1000)
+# Open streams (the /ws/gpus/ WebSocket, followed job logs) look at their credential again this often (seconds): a
+# sign-out everywhere, a new password, a revoked token or a switched-off account ends them within it.
+CREDENTIAL_RECHECK_S = envint("CREDENTIAL_RECHECK_S", 5, minimum=1, maximum=300)
 
 # --- Rosters and their invitation e-mail (portal/accounts/rosters.py, invitations.py) ---------------------
 # A roster file (CSV) is refused above this size or row count: 1 MiB holds some 10,000 students.
@@ -265,7 +280,8 @@ REST_FRAMEWORK = {
     "COERCE_DECIMAL_TO_STRING": False,
     "DEFAULT_THROTTLE_RATES": {"token": TOKEN_THROTTLE_RATE, "login": LOGIN_THROTTLE_RATE},
 }
-REST_FRAMEWORK["NUM_PROXIES"] = NUM_PROXIES  # DRF's own throttles read the client's address as client_ip does
+# DRF's own throttles (AnonRateThrottle, ...) key on REMOTE_ADDR, never on the header; ours read client_ip.
+REST_FRAMEWORK["NUM_PROXIES"] = 0
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU Lab Portal API",
@@ -732,6 +748,9 @@ except ValueError:
 # Updates waiting for one slow WebSocket client before it gets a fresh snapshot instead of the backlog.
 TELEMETRY_CLIENT_QUEUE = envint("TELEMETRY_CLIENT_QUEUE", 30, minimum=2)
 TELEMETRY_VIEWER_REFRESH_S = envint("TELEMETRY_VIEWER_REFRESH_S", 300, minimum=5)
+# A client's {"type": "resync"} gets a snapshot at most once per this many seconds per connection (0: every time);
+# one asked for sooner comes in place of the first update after the interval, however many were asked meanwhile.
+TELEMETRY_RESYNC_MIN_S = envint("TELEMETRY_RESYNC_MIN_S", 5, minimum=0, maximum=3600)
 TELEMETRY_AGENT_MAX_GPUS = envint("TELEMETRY_AGENT_MAX_GPUS", 16, minimum=1)
 # --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
 # A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.

@@ -24,7 +24,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-from portal.api.throttles import scope_client_ip
+from portal.addresses import scope_client_ip
 
 log = logging.getLogger("portal.ws")
 
@@ -43,13 +43,13 @@ def _header(scope, name: bytes) -> bytes | None:
 
 @database_sync_to_async
 def _user_for(key: str):
-    """(the token's user, None), or (AnonymousUser, the API's 401 sentence for the key)."""
+    """(the token's user, its id, None), or (AnonymousUser, None, the API's 401 sentence for the key)."""
     from portal.accounts.services import token_authenticate
 
     token, refusal = token_authenticate(key)
     if refusal is not None:
-        return AnonymousUser(), refusal
-    return token.user, None
+        return AnonymousUser(), None, refusal
+    return token.user, token.pk, None
 
 
 class TokenAuthMiddleware(BaseMiddleware):
@@ -57,13 +57,14 @@ class TokenAuthMiddleware(BaseMiddleware):
         header = _header(scope, b"authorization")
         if header is not None:
             parts = header.split()
-            user, refusal = AnonymousUser(), None
+            user, token_id, refusal = AnonymousUser(), None, None
             if len(parts) == 2 and parts[0].lower() == KEYWORD and len(parts[1]) <= 64:
                 with contextlib.suppress(UnicodeDecodeError):
-                    user, refusal = await _user_for(parts[1].decode("ascii"))
+                    user, token_id, refusal = await _user_for(parts[1].decode("ascii"))
             if not user.is_authenticated:
                 log.info("websocket: refused token from %s", scope_client_ip(scope))
-            scope = dict(scope, user=user, auth="token", auth_refusal=refusal)
+            # The token's id stays with the connection: it is looked at again while the stream is open.
+            scope = dict(scope, user=user, auth="token", auth_token_id=token_id, auth_refusal=refusal)
         return await super().__call__(scope, receive, send)
 
 

@@ -51,4 +51,5 @@ hub=$!
 trap 'kill "$periodic" "$hub" 2>/dev/null || true' EXIT INT TERM
 echo "==> notebooks served by JupyterHub on ${NOTEBOOKS_HUB_PUBLIC_URL:-http://127.0.0.1:8001}/"
 echo "==> GPU Lab Portal on http://${HOST:-127.0.0.1}:${PORT:-8000}/  (Ctrl-C stops it)"
-python -m uvicorn portal.asgi:application --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}"
+# uvicorn, believing X-Forwarded-For only from the proxies FORWARDED_ALLOW_IPS names (none by default).
+scripts/serve.sh

@@ -10,7 +10,8 @@ importing module's package. Imports of anything outside portal/, labs/ and jobs/
 tests) are left out, and so are dotted strings (Celery task names, `settings.INSTALLED_APPS`, mock targets): they
 are not imports.
 
-a. Layers, bottom to top: BASE (`portal.accounts`, `portal.errors`, `portal.dates`, `portal.env`) <- `labs` <-
+a. Layers, bottom to top: BASE (`portal.accounts`, `portal.errors`, `portal.dates`, `portal.env`, `portal.addresses`,
+   `portal.csvsafe`) <- `labs` <-
    `jobs` <- the SHELL (every other module of portal: settings, urls, asgi, routing, celery, wsgi, web, api, ops,
    oauth, ws_auth, and the package `portal` itself). A module imports only modules of its own layer or below.
 
@@ -20,7 +21,8 @@ b. Capabilities: `portal.accounts`; `labs` (the core: inventory, ledger, placeme
    capability only when that module is one of the other's entry points, listed in ENTRY_POINTS: its package
    (`__init__`, for the public names it re-exports), its `models`, `selectors` and `services` (a module, or a
    package and its topic modules), and the few core modules named there that every capability builds on. Inside a
-   capability anything goes. `portal.errors`, `portal.dates` and `portal.env` are shared helpers, open to all.
+   capability anything goes. `portal.errors`, `portal.dates`, `portal.env`, `portal.addresses` (the client's
+   address) and `portal.csvsafe` (spreadsheet-safe CSV cells) are shared helpers, open to all.
    A capability's models live in its app's models package (MODEL_HOMES: `labs.models.notebooks` is the notebooks').
    An app's wiring modules, which Django and Celery find by name at the app's root (APP_WIRING: `apps`, `admin`,
    `management`, `tasks`), may import any module of their own app; towards other apps they keep to entry points.
@@ -54,8 +56,8 @@ LONG_MODULE_EXCEPTIONS = {
 
 BASE, LABS, JOBS, SHELL = 0, 1, 2, 3
 LAYER_NAMES = {BASE: "base (portal.accounts/errors/dates/env)", LABS: "labs", JOBS: "jobs", SHELL: "the shell"}
-BASE_MODULES = ("portal.accounts", "portal.errors", "portal.dates", "portal.env")
-SHARED_HELPERS = ("portal.errors", "portal.dates", "portal.env")
+BASE_MODULES = ("portal.accounts", "portal.errors", "portal.dates", "portal.env", "portal.addresses", "portal.csvsafe")
+SHARED_HELPERS = ("portal.errors", "portal.dates", "portal.env", "portal.addresses", "portal.csvsafe")
 
 # b. Capabilities, most specific first, and the modules each lets other capabilities import. An entry names a module
 # and, when it is a package, the modules inside it (`labs.models` covers `labs.models.nodes`), except the capability's
@@ -86,6 +88,7 @@ ENTRY_POINTS = {
         "portal.accounts.services",
         "portal.accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
         "portal.accounts.ratelimit",  # the one rate limiter services call before a write
+        "portal.accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
     ),
     "labs": (
         "labs",

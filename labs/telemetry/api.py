@@ -19,6 +19,7 @@ from labs.telemetry.agents import agent_token_check
 from labs.telemetry.samples import LIMITS
 from labs.telemetry.selectors import gpus_visible_to
 from labs.telemetry.services import agent_push
+from portal.addresses import client_ip
 
 log = logging.getLogger("labs.telemetry")
 
@@ -131,7 +132,7 @@ class IsNodeAgent(BasePermission):
 
 
 def _client(request) -> str:
-    return request.META.get("REMOTE_ADDR", "?")
+    return client_ip(request)
 
 
 @extend_schema_field({"oneOf": [{"type": "number"}, {"type": "string", "format": "date-time"}]})

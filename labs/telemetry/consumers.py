@@ -4,11 +4,16 @@ Signed in by the session cookie or an `Authorization: Token` header (portal.ws_a
 is refused at the handshake. The first message is `{"type": "snapshot", "seq", "gpus"}` (whole
 records), then `{"type": "update", "seq", "gpus"}` with the GPUs that changed: each GPU's node,
 index, sample time and changed fields, as the viewer may see them (labs.telemetry.visibility).
-Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap, or
-sends `{"type": "resync"}`, gets a new snapshot. The consumer only relays: nothing a client sends
+Sequence numbers follow on by one (a quiet lab still gets an empty update every 10 s); a client that sees a gap sends
+`{"type": "resync"}` and gets a new snapshot: at most one per TELEMETRY_RESYNC_MIN_S per connection (a snapshot is
+some 12 KB for a 17-byte ask); one asked for sooner is owed, and comes in place of the first update after the
+interval, however many were asked meanwhile. The consumer only relays: nothing a client sends
 changes anything, and nothing it sends can break the connection of anyone else. The process's
 fan-out (labs.telemetry.fanout) looks at every viewer again now and then (TELEMETRY_VIEWER_REFRESH_S):
-a changed course or role brings a new snapshot, a deactivated account is closed (4403).
+a changed course or role brings a new snapshot, a deactivated account is closed (4403). And at the credential each
+connection signed in with, every CREDENTIAL_RECHECK_S: after a sign-out everywhere, a new password, signing out of
+that browser or revoking the token, the client gets `{"type": "closing", "code": 4401, "detail": "<why>"}` and the
+connection is closed with 4401 (4403 for an account switched off).
 """
 
 from __future__ import annotations
@@ -17,15 +22,18 @@ import asyncio
 import collections
 import json
 import logging
+import time
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from labs.telemetry.fanout import GpuHub, get_hub
+from labs.telemetry.fanout import GpuHub, encode, get_hub
 from labs.telemetry.visibility import Viewer, viewers_for
+from portal.accounts.credentials import Credential, credential_of_scope
 
 log = logging.getLogger("labs.telemetry")
+monotonic = time.monotonic  # the resync limit's clock (tests move it)
 
 
 def _load_viewer(user_id: int) -> Viewer | None:
@@ -37,6 +45,7 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = "no-channel-layer-for-gpu-consumers"
 
     viewer: Viewer
+    credential: Credential | None = None
     hub: GpuHub | None = None
     _sender: asyncio.Task | None = None
 
@@ -48,19 +57,23 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
             return
         try:
             viewer = await database_sync_to_async(_load_viewer)(user.pk)
+            credential = await database_sync_to_async(credential_of_scope)(self.scope)
         except Exception:
             log.exception("ws/gpus: could not load what %s may see", user.pk)
-            viewer = None
-        if viewer is None:
+            viewer = credential = None
+        if viewer is None or credential is None:
             await self.close()
             return
-        self.viewer = viewer
+        self.viewer, self.credential = viewer, credential
         self._outbox: collections.deque[tuple[int, str]] = collections.deque()
         self._limit = settings.TELEMETRY_CLIENT_QUEUE
         self._wake = asyncio.Event()
         self._resync = True  # the first thing sent is a snapshot
         self._seq = -1
         self._revoked = False
+        self._close = (4403, "")
+        self._asked_at: float | None = None  # when a resync the client asked for was last granted
+        self._resync_owed = False
         await self.accept()
         self.hub = get_hub()
         try:
@@ -81,6 +94,10 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
     # --- from the hub (called on the event loop, never blocks) ----------------------------
 
     def deliver(self, seq: int, text: str) -> None:
+        if self._resync_owed and self._may_resync():
+            self._resync_owed = False
+            self.resync()  # the snapshot asked for too soon, in place of this update
+            return
         if len(self._outbox) >= self._limit:
             # The client cannot keep up: drop the backlog and send one snapshot when it can take it.
             self._outbox.clear()
@@ -94,9 +111,10 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
         self._resync = True
         self._wake.set()
 
-    def revoke(self) -> None:
-        """The account was deactivated: close at the next chance."""
-        self._revoked = True
+    def revoke(self, code: int = 4403, detail: str = "") -> None:
+        """The account was deactivated (4403), or the credential the connection signed in with ended (4401, with
+        the sentence that says why): close at the next chance."""
+        self._revoked, self._close = True, (code, detail)
         self._wake.set()
 
     async def _send_loop(self) -> None:
@@ -105,8 +123,13 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
                 await self._wake.wait()
                 self._wake.clear()
                 if self._revoked:
-                    log.info("ws/gpus: %s is no longer active; closing", self.viewer.username)
-                    await self.close(code=4403)
+                    code, detail = self._close
+                    log.info("ws/gpus: closing %s's connection (%d)", self.viewer.username, code)
+                    if detail:
+                        await self.send(text_data=encode({"type": "closing", "code": code, "detail": detail}))
+                    # A close frame's reason holds 123 bytes: the sentence, cut there (the message above has it whole).
+                    reason = detail.encode()[:123].decode(errors="ignore") or None
+                    await self.close(code=code, reason=reason)
                     return
                 if self._resync:
                     self._resync = False
@@ -135,9 +158,21 @@ class GpuStatusConsumer(AsyncWebsocketConsumer):
         if kind == "ping":
             await self.send(text_data='{"type":"pong"}')
         elif kind == "resync":
-            self.resync()
+            if self._may_resync():
+                self.resync()
+            else:
+                self._resync_owed = True
+                log.debug("ws/gpus: a resync from %s within TELEMETRY_RESYNC_MIN_S is owed", self._client())
         else:
             log.debug("ws/gpus: ignored a message from %s", self._client())
+
+    def _may_resync(self) -> bool:
+        """Whether a resync the client asked for may be sent now; if so, it counts from now."""
+        now = monotonic()
+        if self._asked_at is not None and now - self._asked_at < settings.TELEMETRY_RESYNC_MIN_S:
+            return False
+        self._asked_at = now
+        return True
 
     def _client(self) -> str:
         client = self.scope.get("client") or ("?", 0)

@@ -35,6 +35,7 @@ from labs.telemetry.visibility import (
     public_gpus,
     viewers_for,
 )
+from portal.accounts.credentials import Credential, credentials_ended
 
 log = logging.getLogger("labs.telemetry")
 
@@ -46,12 +47,13 @@ RESTART_GAP = 5
 
 class Subscriber(Protocol):
     viewer: Viewer
+    credential: Credential | None  # what the connection signed in with, looked at again every CREDENTIAL_RECHECK_S
 
     def deliver(self, seq: int, text: str) -> None: ...
 
     def resync(self) -> None: ...
 
-    def revoke(self) -> None: ...
+    def revoke(self, code: int = 4403, detail: str = "") -> None: ...
 
 
 def encode(message: dict[str, Any]) -> str:
@@ -67,6 +69,7 @@ class GpuHub:
         self.ready = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._refresher: asyncio.Task | None = None
+        self._rechecker: asyncio.Task | None = None
         self._snapshots: dict[object, str] = {}
         self._snapshot_seq = -1
         self._tick_at = time.monotonic()
@@ -108,9 +111,11 @@ class GpuHub:
             self._task = loop.create_task(self._run(), name="telemetry-hub")
         if self._refresher is None or self._refresher.done():
             self._refresher = loop.create_task(self._refresh_viewers(), name="telemetry-hub-viewers")
+        if self._rechecker is None or self._rechecker.done():
+            self._rechecker = loop.create_task(self._recheck_credentials(), name="telemetry-hub-credentials")
 
     async def stop(self) -> None:
-        for task in (self._task, self._refresher):
+        for task in (self._task, self._refresher, self._rechecker):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -138,6 +143,25 @@ class GpuHub:
                 elif viewer != subscriber.viewer:
                     subscriber.viewer = viewer
                     subscriber.resync()
+
+    async def _recheck_credentials(self) -> None:
+        """Sign-outs everywhere, new passwords, revoked tokens: every CREDENTIAL_RECHECK_S, one batch of queries for
+        every connection of the process; a connection whose credential ended is closed (4401, or 4403 for an
+        account switched off) with the sentence that says why."""
+        while True:
+            await asyncio.sleep(settings.CREDENTIAL_RECHECK_S)
+            subscribers = [s for s in self.subscribers if s.credential is not None]
+            if not subscribers:
+                continue
+            try:
+                ended = await database_sync_to_async(credentials_ended)({s.credential for s in subscribers})
+            except Exception:
+                log.exception("telemetry hub: could not look at the connections' credentials again")
+                continue
+            for subscriber in subscribers:
+                why = ended.get(subscriber.credential)
+                if why is not None:
+                    subscriber.revoke(code=4000 + why.status, detail=why.detail)
 
     async def _load(self) -> None:
         latest = await asyncio.to_thread(store.read_latest)

@@ -25,6 +25,7 @@ from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.utils import timezone
 
 from labs.models import Allocation
+from portal.csvsafe import safe_text
 
 KEY_GROUPS = {"user": "user__username", "course": "course__code", "node": "gpu__node__name", "kind": "kind"}
 TIME_GROUPS = ("day", "week", "month", "term")
@@ -285,17 +286,27 @@ ENTRY_COLUMNS = (
 )
 
 
+# The text columns among them, which people (usernames, refs) or the inventory (node names) write: escaped in the
+# COPY's own SQL (the pages are escaped as they are written: labs/usage/csvstream.py).
+ENTRY_TEXT_COLUMNS = ("user__username", "course__code", "kind", "ref", "gpu__node__name")
+
+
+def _copy_columns() -> list:
+    return [safe_text(column) if column in ENTRY_TEXT_COLUMNS else column for column in ENTRY_COLUMNS]
+
+
 def _phases(allocations: QuerySet[Allocation], window: Window) -> list[QuerySet[Allocation]]:
     return [allocations.filter(overlap) for overlap in _overlaps(window)]
 
 
 def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[bytes]:
     """PostgreSQL: the same rows as `entries`, as CSV written by the server (COPY ... TO STDOUT), in the chunks it
-    sends: several times faster than building rows here, memory still constant (nothing is held but a chunk)."""
+    sends: several times faster than building rows here, memory still constant (nothing is held but a chunk). Text
+    that starts like a spreadsheet formula gets a `'` in front in the SQL itself (portal.csvsafe.safe_text)."""
     if window.until <= window.start:
         return
     for rows in _phases(allocations, window):
-        sql, params = rows.order_by("starts_at", "id").values_list(*ENTRY_COLUMNS).query.sql_with_params()
+        sql, params = rows.order_by("starts_at", "id").values_list(*_copy_columns()).query.sql_with_params()
         with (
             connection.cursor() as cursor,
             cursor.cursor.copy(f"COPY ({sql}) TO STDOUT WITH (FORMAT csv)", params) as copy,

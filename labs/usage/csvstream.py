@@ -1,4 +1,6 @@
-"""CSV answers that stream: a header row, then pages of rows as the database gives them, in constant memory.
+"""CSV answers that stream: a header row, then pages of rows as the database gives them, in constant memory. Every
+cell goes through portal.csvsafe (text that a spreadsheet would run as a formula gets a `'` in front); what
+PostgreSQL writes itself (`raw`, COPY) was escaped in its SQL (labs.usage.accounting.entries_copy).
 
 Under ASGI (the portal's server) Django buffers a synchronous iterator whole before sending it, so there the rows
 come from an asynchronous iterator that fetches each page in the database's thread; under WSGI (and Django's test
@@ -7,7 +9,6 @@ client) a plain generator streams.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 from collections.abc import Callable, Iterable, Iterator
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
+
+from portal.csvsafe import SafeWriter
 
 
 def cell(value) -> object:
@@ -27,7 +30,7 @@ def cell(value) -> object:
 
 def _encode(rows: Iterable[Iterable]) -> bytes:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = SafeWriter(buffer, lineterminator="\r\n")
     for row in rows:
         writer.writerow([cell(value) for value in row])
     return buffer.getvalue().encode()

@@ -11,6 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from portal.accounts.usernames import NamedUserManager, username_taken_sentence
 
@@ -386,11 +387,18 @@ class RosterInvitation(models.Model):
         return f"Invitation of {self.user} to {self.course.code}"
 
 
+class TokenSource(models.TextChoices):
+    SESSION = "session", _("A browser session (the account page)")
+    PASSWORD = "password", _("The password (POST /api/v1/token/)")
+    OPERATOR = "operator", _("An operator (portal_user --token)")
+
+
 class ApiToken(models.Model):
     """An API token (`Authorization: Token <key>`). Only the key's SHA-256 is stored; the key is shown once.
 
     A person may hold several (one per script or machine), each with its own expiry (none: until revoked).
-    Revoked and expired tokens stay as rows, so a script using one is told why it gets 401.
+    Revoked and expired tokens stay as rows, so a script using one is told why it gets 401. Sign out everywhere ends
+    those a browser session made (older ones count as such), a new password all (portal.accounts.services).
     """
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
@@ -401,6 +409,8 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    source = models.CharField(max_length=16, choices=TokenSource.choices, default=TokenSource.SESSION)
+    session_generation = models.PositiveIntegerField(null=True, blank=True)  # the user's, when a session made it
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -35,6 +35,7 @@ from portal.accounts.models import Course, CourseRole, Enrollment, MembershipSou
 from portal.accounts.selectors import roster_waiting
 from portal.accounts.services import enrollment_remove, enrollment_set
 from portal.accounts.usernames import username_key, username_normalized
+from portal.csvsafe import SafeWriter, unescape
 from portal.errors import Conflict, InvalidInput
 
 COLUMNS = ("username", "email", "first_name", "last_name", "role")
@@ -178,7 +179,8 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
         if len(cells) != len(names):
             problems.append(RosterProblem(line, f"{len(cells)} cells where the header names {len(names)} columns."))
             continue
-        values = {name: cell.strip() for name, cell in zip(names, cells, strict=True)}
+        # An exported roster's cells that start like a formula carry a `'` (portal.csvsafe): read them as they were.
+        values = {name: unescape(cell.strip()) for name, cell in zip(names, cells, strict=True)}
         row, why = _row(line, values)
         if why:
             problems.append(RosterProblem(line, why))
@@ -355,17 +357,13 @@ def _apply(plan: RosterPlan, *, course: Course, by: User, link_base: str) -> Non
 
 
 def roster_export(*, course: Course) -> str:
-    """The course's roster as CSV, in the format `roster_plan` reads: importing it back changes nothing."""
+    """The course's roster as CSV, in the format `roster_plan` reads: importing it back changes nothing. Every cell
+    is spreadsheet-safe (names, usernames and e-mail addresses are people's input)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = SafeWriter(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     enrollments = Enrollment.objects.filter(course=course).select_related("user").order_by("role", "user__username")
     for e in enrollments:
         user = e.user
-        writer.writerow([user.username, user.email, _safe(user.first_name), _safe(user.last_name), e.role])
+        writer.writerow([user.username, user.email, user.first_name, user.last_name, e.role])
     return out.getvalue()
-
-
-def _safe(value: str) -> str:
-    """A cell a spreadsheet will not run as a formula (names are people's input)."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value

@@ -376,6 +376,8 @@ def token_refusal(token: ApiToken, *, now: dt.datetime | None = None) -> str | N
     again = "Make a new one on your account page or with your password from POST /api/v1/token/."
     if token.revoked_at is not None:
         return f"This API token was revoked on {local(token.revoked_at)}. {again}"
+    if token.session_generation is not None and token.session_generation != token.user.session_generation:
+        return _("This API token was made in a browser session that was signed out everywhere.") + f" {again}"
     if token.expires_at is not None and token.expires_at <= (now or timezone.now()):
         return f"This API token expired on {local(token.expires_at)}. {again}"
     if not token.user.is_active:

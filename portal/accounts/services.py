@@ -21,6 +21,7 @@ from portal.accounts.models import (
     Notice,
     NoticeLevel,
     Role,
+    TokenSource,
     User,
 )
 from portal.accounts.selectors import token_find, token_hash, token_refusal, tokens_of
@@ -161,11 +162,13 @@ def token_create(
     expires_in_days: int | None = None,
     now: dt.datetime | None = None,
     capped: bool = True,
+    source: str = TokenSource.SESSION,
 ) -> tuple[ApiToken, str]:
     """A new API token for the person: (the row, the key, which is shown once and stored only hashed).
 
     At most API_TOKENS_MAX live tokens per person (capped: what people ask for, on the page and the API): one more
-    is refused with a sentence saying to revoke one."""
+    is refused with a sentence saying to revoke one. `source` says what made it: a browser session's token (the
+    account page) records the person's session generation and ends with their sessions (sessions_end_everywhere)."""
     User.objects.select_for_update().filter(pk=user.pk).first()  # one count-and-insert at a time per person
     live = tokens_of(user).count() if capped else 0
     if live >= settings.API_TOKENS_MAX:
@@ -175,8 +178,17 @@ def token_create(
         )
     expires_at = token_expiry(days=expires_in_days, now=now)
     key = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    generation = None
+    if source == TokenSource.SESSION:
+        generation = User.objects.filter(pk=user.pk).values_list("session_generation", flat=True).get()
     token = ApiToken.objects.create(
-        user=user, name=name.strip()[:100], key_hash=token_hash(key), prefix=key[:12], expires_at=expires_at
+        user=user,
+        name=name.strip()[:100],
+        key_hash=token_hash(key),
+        prefix=key[:12],
+        expires_at=expires_at,
+        source=source,
+        session_generation=generation,
     )
     return token, key
 
@@ -186,7 +198,7 @@ def token_issue(*, user: User, regenerate: bool = False, name: str = "") -> str:
     regenerate the person's others are revoked first."""
     if regenerate:
         token_revoke_all(user=user)
-    return token_create(user=user, name=name, capped=False)[1]
+    return token_create(user=user, name=name, capped=False, source=TokenSource.OPERATOR)[1]
 
 
 @transaction.atomic
@@ -252,11 +264,15 @@ def notice_dismiss(*, user: User, notice_id: int) -> bool:
 
 
 @transaction.atomic
-def sessions_end_everywhere(*, user: User) -> None:
-    """End every session the person has signed in (browsers, the admin console, WebSockets): Django checks each
-    session's stored hash against User._get_session_auth_hash, which counts this generation in."""
+def sessions_end_everywhere(*, user: User) -> int:
+    """End every session the person has signed in (browsers, the admin console, WebSockets, followed logs): Django
+    checks each session's stored hash against User._get_session_auth_hash, which counts this generation in; open
+    sockets and streams look again within CREDENTIAL_RECHECK_S. The API tokens a browser session made end too (one
+    made with a stolen session would outlive it otherwise); those made with the password stay. How many ended."""
     User.objects.filter(pk=user.pk).update(session_generation=models.F("session_generation") + 1)
     user.refresh_from_db(fields=["session_generation"])
+    made_in_sessions = ApiToken.objects.filter(user=user, source=TokenSource.SESSION, revoked_at__isnull=True)
+    return made_in_sessions.update(revoked_at=timezone.now())
 
 
 def user_report_email_set(*, user: User, wanted: bool) -> bool:

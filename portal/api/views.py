@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
+from portal.accounts.models import TokenSource
 from portal.accounts.selectors import courses_of, effective_quota, role_of
 from portal.accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
 from portal.api.throttles import ClientIpThrottle
@@ -102,7 +103,8 @@ class TokenApi(APIView):
 
     authentication_classes: list = []
     permission_classes: list = []
-    # Keyed on the client's address as NUM_PROXIES says: a made-up X-Forwarded-For does not get a fresh budget.
+    # Keyed on the client's address as FORWARDED_ALLOW_IPS says (portal.addresses): a made-up X-Forwarded-For
+    # does not get a fresh budget.
     throttle_classes = [ClientIpThrottle]
     throttle_scope = "token"
 
@@ -122,7 +124,10 @@ class TokenApi(APIView):
             # One answer for unknown users and wrong passwords: never reveal which accounts exist.
             raise exceptions.AuthenticationFailed("Wrong username or password.")
         token, key = token_create(
-            user=user, name=data.validated_data["name"], expires_in_days=data.validated_data["expires_in_days"]
+            user=user,
+            name=data.validated_data["name"],
+            expires_in_days=data.validated_data["expires_in_days"],
+            source=TokenSource.PASSWORD,  # outlives a sign-out everywhere; a new password ends it
         )
         body = {"token": key, "id": token.pk, "name": token.name, "expires_at": token.expires_at}
         return Response(TokenOut(body).data)  # 200, as before tokens were many

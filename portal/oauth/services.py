@@ -57,3 +57,19 @@ def oauth_tokens_revoke(*, user) -> int:
         get_id_token_model().objects.filter(user=user).delete()
         get_grant_model().objects.filter(user=user).delete()
     return count + access
+
+
+def oauth_code_lock(*, code: str) -> None:
+    """Hold the authorization code's row until the caller's transaction ends: one exchange of a code at a time."""
+    from oauth2_provider.models import get_grant_model
+
+    list(get_grant_model().objects.select_for_update().filter(code=code).values_list("pk", flat=True))
+
+
+def oauth_code_burn(*, code: str) -> bool:
+    """Forget an authorization code after a refused exchange, so it is good for no further try; True if it was
+    still there."""
+    from oauth2_provider.models import get_grant_model
+
+    deleted, _ = get_grant_model().objects.filter(code=code).delete()
+    return bool(deleted)

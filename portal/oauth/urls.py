@@ -12,7 +12,7 @@ app_name = "oauth2_provider"
 
 urlpatterns = [
     path("authorize/", views.AuthorizationView.as_view(), name="authorize"),
-    path("token/", views.TokenView.as_view(), name="token"),
+    path("token/", portal_views.TokenView.as_view(), name="token"),
     path("revoke_token/", views.RevokeTokenView.as_view(), name="revoke-token"),
     path("userinfo/", portal_views.UserInfoView.as_view(), name="user-info"),
     # The discovery document is named without a trailing slash; the toolkit still accepts one.

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_not_required
+from django.db import transaction
 from django.http import HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views
+
+from portal.oauth.services import oauth_code_burn, oauth_code_lock
 
 # ID tokens are signed with the RSA key only (settings: OIDC_RSA_PRIVATE_KEY; the hub's client is RS256).
 ID_TOKEN_SIGNING_ALGORITHMS = ["RS256"]
@@ -32,6 +35,27 @@ class UserInfoView(views.UserInfoView):
             response["Cache-Control"] = "no-store"
             return response
         return super().dispatch(request, *args, **kwargs)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+@method_decorator(login_not_required, name="dispatch")
+class TokenView(views.TokenView):
+    """The toolkit's token endpoint, where an authorization code is good for one try, right or wrong.
+
+    The toolkit keeps a code after a refused exchange (a wrong PKCE verifier, redirect URI or client secret), so
+    whoever intercepted one could try again and again within its minute. Here a refused exchange burns it, and the
+    tries of one code wait for each other (a row lock), so two at once are still one try each, in turn."""
+
+    def post(self, request, *args, **kwargs) -> HttpResponse:
+        code = request.POST.get("code") if request.POST.get("grant_type") == "authorization_code" else None
+        if not code:
+            return super().post(request, *args, **kwargs)
+        with transaction.atomic():
+            oauth_code_lock(code=code)
+            response = super().post(request, *args, **kwargs)
+            if response.status_code != 200:
+                oauth_code_burn(code=code)
+        return response
 
 
 class ConnectDiscoveryInfoView(views.ConnectDiscoveryInfoView):

@@ -8,8 +8,10 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
+from portal.accounts.models import TokenSource
 from portal.accounts.selectors import token_live_of, tokens_of
 from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke, user_report_email_set
 from portal.errors import InvalidInput
@@ -58,7 +60,9 @@ def account(request: HttpRequest) -> HttpResponse:
         return _page(request, status=400)
     days = None if raw in ("", "never") else int(raw)  # none: the lab's default (never only when TTL is 0)
     try:
-        token, key = token_create(user=request.user, name=request.POST.get("name", ""), expires_in_days=days)
+        # Made in this browser session: it ends with the person's sessions (sign out everywhere).
+        name = request.POST.get("name", "")
+        token, key = token_create(user=request.user, name=name, expires_in_days=days, source=TokenSource.SESSION)
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return _page(request, status=400)
@@ -92,8 +96,15 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Tick the box to confirm: every browser signed in as you is signed out.")
         return render(request, "auth/sign_out_everywhere.html", status=400)
     user = request.user
-    sessions_end_everywhere(user=user)
+    ended = sessions_end_everywhere(user=user)
     oauth_tokens_revoke(user=user)
     logout(request)
-    messages.success(request, "You were signed out everywhere: every browser and the notebook service sign in again.")
+    told = "You were signed out everywhere: every browser and the notebook service sign in again."
+    if ended:
+        told += " " + ngettext(
+            "%(count)d API token made on your account page stopped working too.",
+            "%(count)d API tokens made on your account page stopped working too.",
+            ended,
+        ) % {"count": ended}
+    messages.success(request, told)
     return redirect("login")

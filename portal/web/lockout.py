@@ -22,7 +22,8 @@ from django.utils import timezone
 from portal.accounts.models import User
 from portal.accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
 from portal.accounts.usernames import username_key
-from portal.api.throttles import LoginThrottle, client_ip_address
+from portal.addresses import client_ip_address
+from portal.api.throttles import LoginThrottle
 from portal.errors import SignInPaused
 
 

@@ -11,6 +11,7 @@
   var seq = null;
   var socket = null;
   var attempt = 0;
+  var closingDetail = "";
   // The collector sends at least a heartbeat every few seconds; silence longer than this means no live data.
   var staleAfterMs = 1000 * (Number(grid.getAttribute("data-stale-after")) || 30);
   var lastMessageAt = Date.now();
@@ -145,6 +146,7 @@
 
   function handle(message) {
     if (!message || typeof message !== "object") return;
+    if (message.type === "closing") { closingDetail = String(message.detail || ""); return; }
     lastMessageAt = Date.now();
     setLive("live", true);
     if (message.type === "snapshot") {
@@ -184,9 +186,15 @@
       try { message = JSON.parse(event.data); } catch (e) { return; }
       handle(message);
     };
-    socket.onclose = function () {
+    socket.onclose = function (event) {
       socket = null;
       seq = null;
+      if (event.code === 4401 || event.code === 4403) {
+        // The sign-in this page was opened with ended (4401) or the account was switched off (4403):
+        // say why, and do not reconnect (the handshake would be refused).
+        setLive(closingDetail || event.reason || "You were signed out: sign in again.", false);
+        return;
+      }
       var delay = Math.min(30000, 1000 * Math.pow(2, attempt++));
       setLive("connection lost, trying again in " + Math.round(delay / 1000) + " s", false);
       setTimeout(connect, delay);

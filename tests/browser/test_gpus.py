@@ -60,6 +60,7 @@ def asgi_portal(clean_store, tmp_path):  # noqa: F811
         "TELEMETRY_SOURCE": "simulator",
         "TELEMETRY_INTERVAL_MS": "500",
         "LOG_LEVEL": "WARNING",
+        "CREDENTIAL_RECHECK_S": "1",  # open sockets look at their sign-in again every second
     }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     logs = {name: open(tmp_path / f"{name}.log", "w") for name in ("server", "collector")}  # noqa: SIM115
@@ -126,3 +127,22 @@ def test_the_grid_updates_live_without_a_reload(asgi_portal, page):
     expect(page.get_by_test_id("gpus-available")).to_have_text("39")
 
     assert page.evaluate("window.__sameDocument") is True, "the page was reloaded"
+
+
+def test_signing_out_everywhere_ends_the_open_live_page_and_says_why(asgi_portal, page):
+    from portal.accounts.services import sessions_end_everywhere
+
+    inventory_sync(specs=demo_specs(4), source="demo")
+    maria = UserFactory(username="maria", role="student")
+    page.goto(asgi_portal + "/login/?next=/lab/gpus/")
+    page.get_by_label("Username").fill("maria")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=15_000)
+
+    sessions_end_everywhere(user=maria)  # from another device, say: this page's session is over
+
+    said = "You were signed out (everywhere, or by a new password): sign in again."
+    expect(page.get_by_test_id("live-state")).to_have_text(said, timeout=15_000)
+    # No reconnecting: the page stays as it is, saying why.
+    page.wait_for_function("() => !document.getElementById('live-state').classList.contains('is-live')")

@@ -37,7 +37,8 @@ def env_of(path: str) -> dict[str, str]:
     env = {}
     for instruction, args in instructions(path):
         if instruction == "ENV":
-            env.update(re.findall(r"(\w+)=(\S+)", args))
+            # NAME=value or NAME="value" (an empty one: "")
+            env.update((name, value.strip('"')) for name, value in re.findall(r'(\w+)=("[^"]*"|\S+)', args))
     return env
 
 

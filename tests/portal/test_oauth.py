@@ -274,6 +274,54 @@ def test_the_code_needs_the_hubs_pkce_verifier(client):
 
 
 @pytest.mark.parametrize(
+    "first_try",
+    [
+        {"verifier": "wrong"},
+        {"verifier": None},
+        {"secret": "not-the-secret"},
+        {"redirect_uri": "https://evil.example/hub/oauth_callback"},
+    ],
+    ids=["wrong verifier", "no verifier", "wrong client secret", "another redirect URI"],
+)
+def test_a_code_is_good_for_one_try_a_refused_exchange_burns_it(client, first_try):
+    """Whoever intercepts a code cannot keep guessing: after one refused exchange even the hub's own is refused."""
+    sign_in(client, UserFactory())
+    code, verifier = code_for(client)
+    wrong = {"verifier": verifier, **first_try}
+    if wrong["verifier"] == "wrong":
+        wrong["verifier"] = pkce_pair()[0]
+    if "redirect_uri" in wrong:
+        data = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": wrong["redirect_uri"],
+            "client_id": settings.HUB_OAUTH_CLIENT_ID,
+            "client_secret": settings.HUB_OAUTH_CLIENT_SECRET,
+            "code_verifier": verifier,
+        }
+        refused = Client().post("/o/token/", urlencode(data), content_type="application/x-www-form-urlencoded")
+    else:
+        refused = exchange(code, wrong["verifier"], secret=wrong.get("secret"))
+    assert refused.status_code in (400, 401) and "access_token" not in refused.json()
+    assert not Grant.objects.filter(code=code).exists()
+
+    again = exchange(code, verifier)
+
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant" and "access_token" not in again.json()
+    assert not AccessToken.objects.exists()
+
+
+def test_a_right_exchange_still_works_once_and_only_once(client):
+    sign_in(client, UserFactory())
+    code, verifier = code_for(client)
+    assert exchange(code, verifier).status_code == 200
+    replay = exchange(code, verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert AccessToken.objects.count() == 1
+
+
+@pytest.mark.parametrize(
     "overrides",
     [{"code_challenge": None}, {"code_challenge_method": "plain"}],
     ids=["without PKCE", "plain PKCE"],

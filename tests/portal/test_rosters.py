@@ -237,6 +237,29 @@ def test_export_is_the_import_format(client, dl):
     assert api("ada").get("/api/v1/courses/DL-101/roster/").content == response.content
 
 
+def test_every_cell_a_spreadsheet_would_run_is_escaped_and_importing_the_export_back_changes_nothing(client, dl):
+    """Usernames may start with - + @, e-mail addresses with + or =, names with anything: none reaches a spreadsheet
+    as a formula, and the file still imports as the same roster."""
+    al = User.objects.get(username="al")
+    al.first_name, al.last_name, al.email = '=HYPERLINK("http://x")', "\tTab", "+al@uni.example"
+    al.save()
+    EnrollmentFactory(user=UserFactory(username="-2+3", role="student", email="=x@uni.example"), course=dl)
+    EnrollmentFactory(user=UserFactory(username="@SUM", role="student", email="sum@uni.example"), course=dl)
+    assert client.login(username="ada", password=PASSWORD)
+    exported = client.get("/courses/DL-101/roster.csv").content.decode()
+    assert exported == (
+        "username,email,first_name,last_name,role\n"
+        "'-2+3,'=x@uni.example,,,student\n"
+        "'@SUM,sum@uni.example,,,student\n"
+        'al,\'+al@uni.example,"\'=HYPERLINK(""http://x"")",\'\tTab,student\n'
+        "bea,bea@uni.example,,,student\n"
+        "cas,cas@uni.example,,,student\n"
+    )
+    preview = api("ada").post("/api/v1/courses/DL-101/roster/preview/", {"csv": exported}, format="json").json()
+    assert preview["problems"] == []
+    assert preview["add"] == preview["invite"] == preview["change"] == preview["remove"] == []
+
+
 # --- Who may ------------------------------------------------------------------------------------------------------
 
 

@@ -107,3 +107,48 @@ def test_sign_out_everywhere_needs_a_signed_in_person_and_the_csrf_token():
     strict.force_login(ada)
     assert strict.post("/account/sign-out-everywhere/", {"confirm": "yes"}).status_code == 403
     assert strict.get("/account/").status_code == 200
+
+
+@pytest.mark.parametrize("role", ["student", "teacher", "admin", "assistant"])
+def test_sign_out_everywhere_ends_the_api_tokens_a_browser_session_made(role, user_of_role):
+    """A stolen session mints a token on the account page; signing out everywhere ends it with the session, while
+    the tokens the person made with the password (and an operator's) keep working."""
+    ada = user_of_role(role)
+    stolen, laptop = signed_in(ada), signed_in(ada)
+    thiefs_key = stolen.post("/account/", {"name": "mine now"}).context["new_key"]
+    scripts_key = (
+        Client()
+        .post("/api/v1/token/", {"username": ada.username, "password": PASSWORD}, content_type="application/json")
+        .json()["token"]
+    )
+    operators_key = token_issue(user=ada)
+    bobs_key = signed_in(UserFactory(username="bob")).post("/account/", {"name": "bob's"}).context["new_key"]
+
+    def me(key):
+        return Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {key}")
+
+    assert me(thiefs_key).status_code == 200
+    done = laptop.post("/account/sign-out-everywhere/", {"confirm": "yes"}, follow=True)
+    assert "1 API token made on your account page stopped working too." in done.content.decode()
+
+    refused = me(thiefs_key)
+    assert refused.status_code == 401
+    assert refused.json()["detail"].startswith("This API token was revoked on ")
+    assert me(scripts_key).status_code == 200 and me(operators_key).status_code == 200
+    assert me(bobs_key).status_code == 200
+    assert stolen.get("/account/").status_code == 302  # and the session itself is over
+
+
+def test_a_token_made_in_a_session_of_an_earlier_generation_is_refused_even_unrevoked(user_of_role):
+    """The generation a session-made token records is checked too: a sign-out everywhere that left such a token
+    unrevoked (say, made in the instant between) still ends it."""
+    from portal.accounts.models import ApiToken
+    from portal.accounts.services import sessions_end_everywhere
+
+    ada = user_of_role("student")
+    key = signed_in(ada).post("/account/", {"name": "between"}).context["new_key"]
+    sessions_end_everywhere(user=ada)
+    ApiToken.objects.filter(user=ada).update(revoked_at=None)
+    refused = Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {key}")
+    assert refused.status_code == 401
+    assert "made in a browser session that was signed out everywhere" in refused.json()["detail"]

@@ -115,6 +115,29 @@ def test_token_endpoint_locks_the_pair_with_429_retry_after_and_json(clock):
     assert token(attacker, PASSWORD).status_code == 200
 
 
+@pytest.mark.parametrize("door", ["token", "page"])
+def test_a_made_up_x_forwarded_for_neither_escapes_nor_spreads_the_lock(clock, door):
+    """No proxy is named (the default): each try names another address in X-Forwarded-For, the lock holds all the
+    same, for the peer's address only."""
+    UserFactory(username="ada")
+    attacker = address()
+
+    def attempt(password, n, ip=attacker):
+        forged = {"HTTP_X_FORWARDED_FOR": f"203.0.113.{n}"}
+        if door == "token":
+            return APIClient(REMOTE_ADDR=ip, **forged).post(
+                "/api/v1/token/", {"username": "ada", "password": password}, format="json"
+            )
+        return Client(REMOTE_ADDR=ip, **forged).post("/login/", {"username": "ada", "password": password})
+
+    statuses = [attempt(f"guess-{n}", n).status_code for n in range(LIMIT + 3)]
+    assert statuses[LIMIT - 1 :] == [429] * 4
+    assert attempt(PASSWORD, 99).status_code == 429
+    assert set(AccessAttempt.objects.filter(username="ada").values_list("ip_address", flat=True)) == {attacker}
+    # Someone else whose real address is another one, writing the attacker's address, is not locked.
+    assert attempt(PASSWORD, 100, ip=address()).status_code in (200, 302)
+
+
 def test_failures_count_across_both_doors_and_per_username(clock):
     """Page and API share the pair's count; another username from the same address is not locked."""
     UserFactory(username="ada")

@@ -1,4 +1,5 @@
-"""Address-keyed limits read the client's address from NUM_PROXIES trusted proxies, never from what a client wrote.
+"""Address-keyed limits read the client's address through the proxies FORWARDED_ALLOW_IPS names, never from what a
+client wrote.
 
 Finding 2 of the security review: /api/v1/token/ was throttled on the whole X-Forwarded-For header, so a new
 made-up header bought a new budget of password guesses.
@@ -12,6 +13,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle, SimpleRateThrottle, UserRateThrottle
 
+from portal.addresses import parse_proxies
 from portal.api.views import TokenApi
 from tests.factories import PASSWORD, UserFactory
 
@@ -71,9 +73,9 @@ def test_another_client_keeps_its_own_budget(api, token_rate, peer):
 
 
 def test_behind_one_proxy_the_address_it_appended_counts_not_what_the_client_wrote(api, settings, token_rate, peer):
-    settings.NUM_PROXIES = 1
-    UserFactory(username="ada")
     proxy = "10.9.8.7"
+    settings.FORWARDED_ALLOW_IPS = parse_proxies(proxy)
+    UserFactory(username="ada")
     attacker, neighbour = peer, f"198.19.{secrets.randbelow(256)}.{secrets.randbelow(254) + 1}"
     try:
         statuses = [
@@ -91,7 +93,7 @@ def test_behind_one_proxy_the_address_it_appended_counts_not_what_the_client_wro
 @pytest.mark.parametrize("throttle_class", [*TokenApi.throttle_classes, AnonRateThrottle, UserRateThrottle])
 def test_no_throttle_keys_an_anonymous_caller_on_a_made_up_header(throttle_class):
     """Every DRF throttle (the token endpoint's, and DRF's own that other views may add) reads the same address."""
-    assert api_settings.NUM_PROXIES == 0  # REST_FRAMEWORK["NUM_PROXIES"] follows NUM_PROXIES (default 0)
+    assert api_settings.NUM_PROXIES == 0  # DRF's own throttles key on REMOTE_ADDR
     throttle = throttle_class.__new__(throttle_class)  # get_ident needs no rate
     factory = APIRequestFactory()
     idents = {
@@ -101,6 +103,17 @@ def test_no_throttle_keys_an_anonymous_caller_on_a_made_up_header(throttle_class
     assert idents == {"198.51.100.7"}
 
 
-def test_drf_reads_the_same_number_of_proxies(settings):
-    assert settings.REST_FRAMEWORK["NUM_PROXIES"] == settings.NUM_PROXIES
+def test_drf_believes_no_header_and_the_token_throttle_is_ours(settings):
+    assert settings.REST_FRAMEWORK["NUM_PROXIES"] == 0
     assert issubclass(TokenApi.throttle_classes[0], ScopedRateThrottle)
+
+
+def test_a_client_that_reaches_the_portal_past_the_proxy_cannot_name_its_address(api, settings, token_rate, peer):
+    """With a proxy named, a peer that is not that proxy is the client, whatever X-Forwarded-For it writes."""
+    settings.FORWARDED_ALLOW_IPS = parse_proxies("10.9.8.7")
+    UserFactory(username="ada")
+    statuses = [
+        ask_for_token(api, f"guess-{n}", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=f"10.9.8.7, 203.0.113.{n}").status_code
+        for n in range(RATE + 3)
+    ]
+    assert statuses == [401] * RATE + [429] * 3

@@ -94,6 +94,7 @@ def _env(workdir: Path, database_url: str) -> dict[str, str]:
         JOBS_FOLLOW_INTERVAL_S="1",
         JOBS_LOG_FOLLOW_POLL_MS="200",
         JOBS_LOG_FOLLOW_STATE_MS="500",
+        CREDENTIAL_RECHECK_S="1",  # followed logs and sockets look at their token again every second
         NOTEBOOKS_TICK_S="1",
         TELEMETRY_SOURCE="simulator",
         TELEMETRY_COLLECTOR="process",

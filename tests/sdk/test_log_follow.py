@@ -251,3 +251,34 @@ def test_the_last_follow_value_counts_as_the_view_reads_it(portal, done):
     followed = httpx.get(f"{done}?follow=0&follow=1", headers=auth(token), timeout=30)
     assert followed.status_code == 200 and followed.text == "line 0\n"
     assert "x-log-truncated" not in followed.headers and followed.headers["x-log-attempt"] == "1"  # a stream
+
+
+REVOCABLE = """
+import json
+from portal.accounts.models import User
+from portal.accounts.services import token_create
+token, key = token_create(user=User.objects.get(username="ada"), name="to be revoked")
+print(json.dumps({"id": token.pk, "key": key}))
+"""
+
+
+def test_revoking_the_token_ends_the_log_it_follows_and_resuming_says_why(portal):
+    token = portal.shell(REVOCABLE)
+    job_id = slow_job(portal, token["key"], n=1200, gap=0.05, name="revoked")  # a minute of output
+    url = f"{portal.url}/api/v1/jobs/{job_id}/logs/"
+    try:
+        with httpx.stream("GET", url, params={"follow": "1"}, headers=auth(token["key"]), timeout=60) as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            assert next(lines) == "line 0"
+            portal.shell(
+                "from portal.accounts.models import User\nfrom portal.accounts.services import token_revoke\n"
+                f"token_revoke(user=User.objects.get(username='ada'), token_id={token['id']})\nprint('{{}}')"
+            )
+            received = 1 + sum(1 for _ in lines)  # the stream ends within CREDENTIAL_RECHECK_S, not with the job
+        assert status(portal, portal.tokens["ada"], job_id) == "running"
+        assert received < 1200
+        resumed = httpx.get(url, params={"follow": "1", "since": 7}, headers=auth(token["key"]), timeout=30)
+        assert resumed.status_code == 401 and resumed.json()["detail"].startswith("This API token was revoked on ")
+    finally:
+        httpx.post(f"{portal.url}/api/v1/jobs/{job_id}/cancel/", headers=auth(portal.tokens["ada"]), timeout=30)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Serve the portal's ASGI app with uvicorn: the one command line of scripts/run.sh, the image (Dockerfile's CMD)
+# and the tests that start the portal as run.sh does. HOST and PORT (127.0.0.1:8000); more arguments go to uvicorn.
+#
+# X-Forwarded-For and X-Forwarded-Proto are believed only from the proxies FORWARDED_ALLOW_IPS names (addresses or
+# networks, comma-separated; the settings read the same variable: portal/addresses.py). Empty, the default: from
+# nobody. uvicorn's own default would believe whoever connects from 127.0.0.1, so any local client (or a proxy on
+# this machine that passes the header through) could name any address and get a fresh throttle and lockout budget.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export FORWARDED_ALLOW_IPS="${FORWARDED_ALLOW_IPS:-}"
+proxy_headers=(--no-proxy-headers)
+if [ -n "$FORWARDED_ALLOW_IPS" ]; then
+  proxy_headers=(--proxy-headers --forwarded-allow-ips "$FORWARDED_ALLOW_IPS")
+fi
+exec python -m uvicorn portal.asgi:application --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
+  "${proxy_headers[@]}" "$@"
