@@ -9,14 +9,14 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.credentials import Credential, credential_of_request, credentials_ended
+from accounts.errors import BackendError, PortalError
 from jobs.backends.base import LogPage
 from jobs.log_follow import Follow, after_view, follow_log_sync
 from jobs.models import FINISHED_STATES, Job, JobState, PriorityClass
 from jobs.selectors import job_for, jobs_visible_to
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
-from portal.accounts.credentials import Credential, credential_of_request, credentials_ended
-from portal.errors import BackendError, PortalError
 
 
 class BackendUnavailable(PortalError):

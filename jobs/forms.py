@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from django import forms
 
+from accounts.models import User
 from jobs.models import PriorityClass
 from jobs.selectors import datasets_available, reservations_for_jobs
-from portal.accounts.models import User
 
 RUNTIMES = [
     (600, "10 minutes"),

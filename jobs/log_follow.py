@@ -25,9 +25,9 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+from accounts.errors import BackendError
 from jobs.backends import JobBackend, JobRef, get_job_backend
 from jobs.models import FINISHED_STATES, Job
-from portal.errors import BackendError
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import datetime as dt
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.errors import BackendError
 from jobs.backends import get_job_backend
 from jobs.models import FINISHED_STATES, PLACED_STATES, Job, JobEvent, JobState
 from jobs.services.dispatch import job_ref
@@ -28,7 +29,6 @@ from labs.ledger import Ref
 from labs.ledger_check import FINISHED, GONE, LIVE, Holder, register_holder_kind
 from labs.models import AllocationKind
 from labs.reconcile import Action, register_step
-from portal.errors import BackendError
 
 LOST = "its Job vanished from the cluster"
 NEVER_STARTED = "its Job never appeared in the cluster"

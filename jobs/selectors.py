@@ -7,18 +7,18 @@ import datetime as dt
 from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
+from accounts.errors import NotFound
+from accounts.models import User
+from accounts.permissions import is_owner_or_admin
+from accounts.selectors import course_ids_active_for, work_visible_to
 from jobs.models import Dataset, Job, JobState
 from labs.models import WORKING_STATUSES, Reservation
-from portal.accounts.models import User
-from portal.accounts.permissions import is_owner_or_admin
-from portal.accounts.selectors import course_ids_active_for, work_visible_to
-from portal.errors import NotFound
 
 
 def jobs_visible_to(user: User) -> QuerySet[Job]:
     """Everyone sees their own jobs; teachers also the jobs booked to a course they teach, submitted in its term
     (never a student's personal jobs or those booked to another course); admins every job. Teaching assistants see
-    no one else's jobs (`portal.accounts.selectors.work_visible_to`, the one rule: the list, the page, the logs,
+    no one else's jobs (`accounts.selectors.work_visible_to`, the one rule: the list, the page, the logs,
     followed or not, and the API all start here)."""
     return Job.objects.select_related("owner", "course", "reservation").filter(
         work_visible_to(user, owner="owner", course="course", at="submitted_at", assistants=False)

@@ -9,10 +9,10 @@ import logging
 
 from celery import shared_task
 
+from accounts.errors import BackendError
 from jobs import enqueue
 from jobs.services.dispatch import job_dispatch, job_stop, jobs_follow
 from jobs.services.scheduling import scheduling_pass
-from portal.errors import BackendError
 
 log = logging.getLogger(__name__)
 

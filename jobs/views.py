@@ -10,15 +10,15 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_http_methods, require_safe
 
+from accounts.errors import BackendError, PortalError
+from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
+from accounts.selectors import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState
 from jobs.selectors import job_for, jobs_visible_to, may_cancel
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
-from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
-from portal.accounts.selectors import effective_quota
-from portal.errors import BackendError, PortalError
 
 LOG_LINES = 200
 

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from accounts.errors import BackendError, PortalError
 from labs.budgets.admin_console import BudgetAdmin, BudgetAlertAdmin
 from labs.images import ImageRule
 from labs.models import (
@@ -23,7 +24,6 @@ from labs.reservations.services import reservation_cancel, reservation_decide
 from labs.services import node_cordon, node_uncordon
 from labs.telemetry.agents import agent_key_assign, agent_token_revoke
 from labs.telemetry.health import alert_acknowledge
-from portal.errors import BackendError, PortalError
 
 
 class GpuInline(admin.TabularInline):

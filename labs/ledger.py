@@ -22,9 +22,9 @@ from django.db.models import DurationField, ExpressionWrapper, F, Max, Q, QueryS
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
+from accounts.models import User
 from labs.models import Allocation, AllocationKind
 from labs.signals import holders_closed
-from portal.accounts.models import User
 
 ONE = Decimal("1")
 

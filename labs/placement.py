@@ -21,6 +21,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounts.errors import PortalError
+from accounts.models import Course, User
+from accounts.selectors import course_ids_active_for
 from labs.ledger import GpuShare, Ref, allocation_open
 from labs.models import (
     Allocation,
@@ -30,9 +33,6 @@ from labs.models import (
     Reservation,
     ReservationNode,
 )
-from portal.accounts.models import Course, User
-from portal.accounts.selectors import course_ids_active_for
-from portal.errors import PortalError
 
 ONE = Decimal("1")
 

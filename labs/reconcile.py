@@ -24,12 +24,12 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import BackendError
+from accounts.selectors import lab_admins
+from accounts.services import notice_send
 from labs.ledger import Ref, allocations_close
 from labs.ledger_check import FINISHED_OPEN, NO_HOLDER, holder_kind, holder_violations, share_violations
 from labs.models import Allocation
-from portal.accounts.selectors import lab_admins
-from portal.accounts.services import notice_send
-from portal.errors import BackendError
 
 log = logging.getLogger("labs.reconcile")
 

@@ -7,9 +7,9 @@ import datetime as dt
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
+from accounts.models import User
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus
-from portal.accounts.models import User
 
 
 def nodes_visible_to(user: User) -> QuerySet[Node]:

@@ -7,11 +7,11 @@ import dataclasses
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import Conflict
+from accounts.models import User
 from labs.backends.inventory import InventoryBackend, get_inventory_backend
 from labs.inventory import NodeSpec
 from labs.models import Gpu, Node, NodeStatus
-from portal.accounts.models import User
-from portal.errors import Conflict
 
 
 @dataclasses.dataclass

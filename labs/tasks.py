@@ -2,9 +2,9 @@ import logging
 
 from celery import shared_task
 
+from accounts.errors import BackendError
 from labs.backends.inventory import get_inventory_backend
 from labs.services import inventory_sync as inventory_sync_service
-from portal.errors import BackendError
 
 log = logging.getLogger(__name__)
 

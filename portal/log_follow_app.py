@@ -25,12 +25,12 @@ from channels.auth import AuthMiddlewareStack
 from django.http import HttpResponse, JsonResponse, QueryDict
 from rest_framework import exceptions, serializers
 
+from accounts.credentials import Credential, Ended, credential_of_scope, credentials_ended
+from accounts.errors import PortalError
 from jobs.api import follow_headers, log_request
 from jobs.log_follow import Follow, follow_log, release_connection
-from portal.accounts.credentials import Credential, Ended, credential_of_scope, credentials_ended
 from portal.api.auth import ExpiringTokenAuthentication
 from portal.api.errors import exception_handler, json_server_error
-from portal.errors import PortalError
 from portal.web.errors import bad_request
 from portal.ws_auth import TokenAuthMiddleware, own_origin
 

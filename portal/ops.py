@@ -13,10 +13,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
+from accounts import metrics as accounts_metrics
 from jobs import metrics as jobs_metrics
 from labs import metrics as labs_metrics
 from portal import netcheck
-from portal.accounts import metrics as accounts_metrics
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.addresses import parse_proxies
-from portal.env import envbool, envchoice, envint, envlist, envmonthdays, envstr
+from accounts.addresses import parse_proxies
+from accounts.env import envbool, envchoice, envint, envlist, envmonthdays, envstr
 from portal.oauth.keys import oidc_rsa_private_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -45,13 +45,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
-    "portal.accounts",
+    "accounts",
     "portal.web",
     "portal.oauth",  # before the toolkit: its authorization page is the portal's
     "oauth2_provider",
     "labs",
     "jobs",
-    "portal.bench",  # the benchmarks (management commands only), apart from the product
+    "bench",  # the benchmarks (management commands only), apart from the product
 ]
 
 MIDDLEWARE = [
@@ -191,7 +191,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # The proxies in front of the portal whose X-Forwarded-For (and uvicorn's X-Forwarded-Proto) are believed:
 # comma-separated addresses or networks (FORWARDED_ALLOW_IPS, read by scripts/serve.sh's uvicorn too); empty, the
-# default: none, the peer's address is the client's. portal.addresses.client_ip is the one reading: the token
+# default: none, the peer's address is the client's. accounts.addresses.client_ip is the one reading: the token
 # endpoint's and the login's throttles, django-axes' lockout, the logs.
 try:
     FORWARDED_ALLOW_IPS = parse_proxies(envstr("FORWARDED_ALLOW_IPS", "") or "")
@@ -227,7 +227,7 @@ AXES_COOLOFF_TIME = dt.timedelta(minutes=AXES_COOLOFF_MIN)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_CLIENT_IP_CALLABLE = "portal.addresses.client_ip_address"  # the one reading of X-Forwarded-For
+AXES_CLIENT_IP_CALLABLE = "accounts.addresses.client_ip_address"  # the one reading of X-Forwarded-For
 AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]  # never a header, should the callable above ever be bypassed
 AXES_LOCKOUT_CALLABLE = "portal.web.lockout.lockout_response"
 AXES_WHITELIST_CALLABLE = "portal.web.lockout.not_a_password_sign_in"
@@ -247,7 +247,7 @@ API_TOKENS_MAX = envint("API_TOKENS_MAX", 20, minimum=1, maximum=1000)
 # sign-out everywhere, a new password, a revoked token or a switched-off account ends them within it.
 CREDENTIAL_RECHECK_S = envint("CREDENTIAL_RECHECK_S", 5, minimum=1, maximum=300)
 
-# --- Rosters and their invitation e-mail (portal/accounts/rosters.py, invitations.py) ---------------------
+# --- Rosters and their invitation e-mail (accounts/rosters.py, invitations.py) ---------------------
 # A roster file (CSV) is refused above this size or row count: 1 MiB holds some 10,000 students.
 ROSTER_MAX_BYTES = envint("ROSTER_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=20 * 1024 * 1024)
 ROSTER_MAX_ROWS = envint("ROSTER_MAX_ROWS", 5000, minimum=1, maximum=100000)
@@ -299,7 +299,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "NodeStatusEnum": "labs.models.NodeStatus",
         "ReservationStatusEnum": "labs.models.ReservationStatus",
-        "CourseRoleEnum": "portal.accounts.models.CourseRole",  # a roster's student or teaching assistant
+        "CourseRoleEnum": "accounts.models.CourseRole",  # a roster's student or teaching assistant
         "CoursePartEnum": ["student", "assistant", "teacher"],  # /me/'s part in each course
     },
 }
@@ -471,7 +471,7 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
 }
 
-# --- University sign-in (portal/accounts/signin): OpenID Connect, LDAP, and what their groups give people
+# --- University sign-in (accounts/signin): OpenID Connect, LDAP, and what their groups give people
 # OpenID Connect (mozilla-django-oidc, authorization code + PKCE S256 + nonce): the university's issuer, e.g.
 # https://keycloak.uni.example/realms/uni or https://login.microsoftonline.com/<tenant>/v2.0; the portal reads its
 # discovery document (<issuer>/.well-known/openid-configuration). Empty: no "Sign in with ..." button.
@@ -539,7 +539,7 @@ if LDAP_SERVER_URI:
     from celery.schedules import crontab
 
     CELERY_BEAT_SCHEDULE["signin-sync"] = {
-        "task": "portal.accounts.tasks.signin_sync",
+        "task": "accounts.tasks.signin_sync",
         "schedule": crontab(hour=SIGNIN_SYNC_HOUR, minute=15),
     }
 
@@ -547,7 +547,7 @@ if LDAP_SERVER_URI:
 # off (nobody; the university's sign-in only). LDAP passwords are the directory's, not local ones.
 LOCAL_LOGIN = envchoice("LOCAL_LOGIN", "all", ("all", "staff", "off"))
 
-# What the groups give (portal/accounts/signin/mapping.py has the format): role by group, e.g.
+# What the groups give (accounts/signin/mapping.py has the format): role by group, e.g.
 # "lab-admins=admin,faculty=teacher"; a person in groups of two roles gets the highest (and the log says so).
 SIGNIN_ROLE_GROUPS = envstr("SIGNIN_ROLE_GROUPS", "")
 SIGNIN_DEFAULT_ROLE = envchoice("SIGNIN_DEFAULT_ROLE", "student", ("student", "teacher"))
@@ -561,12 +561,12 @@ AUTHENTICATION_BACKENDS = [
     # First: a locked (username, address) is refused before any password check (password sign-ins only: the form,
     # the token endpoint, the admin console; LDAP's passwords too). Single sign-on is not its business.
     "portal.web.lockout.PasswordLockoutBackend",
-    "portal.accounts.signin.backends.LocalPasswordBackend",
-    "portal.accounts.signin.ldap.PortalLDAPBackend",
-    "portal.accounts.signin.oidc.PortalOIDCBackend",
+    "accounts.signin.backends.LocalPasswordBackend",
+    "accounts.signin.ldap.PortalLDAPBackend",
+    "accounts.signin.oidc.PortalOIDCBackend",
 ]
 
-# --- Rate limits (portal/accounts/ratelimit.py)
+# --- Rate limits (accounts/ratelimit.py)
 # Per person and action, in a sliding window of RATE_LIMIT_WINDOW_S, counted in the cache (Redis with REDIS_URL):
 # beyond it the API answers 429 `rate_limited` with Retry-After and the pages say when to try again. 0 turns one
 # off. A class start (every student pressing Start once or twice) stays far below them. When the cache does not

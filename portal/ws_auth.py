@@ -24,7 +24,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-from portal.addresses import scope_client_ip
+from accounts.addresses import scope_client_ip
 
 log = logging.getLogger("portal.ws")
 
@@ -44,7 +44,7 @@ def _header(scope, name: bytes) -> bytes | None:
 @database_sync_to_async
 def _user_for(key: str):
     """(the token's user, its id, None), or (AnonymousUser, None, the API's 401 sentence for the key)."""
-    from portal.accounts.services import token_authenticate
+    from accounts.services import token_authenticate
 
     token, refusal = token_authenticate(key)
     if refusal is not None:

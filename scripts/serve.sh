@@ -3,7 +3,7 @@
 # and the tests that start the portal as run.sh does. HOST and PORT (127.0.0.1:8000); more arguments go to uvicorn.
 #
 # X-Forwarded-For and X-Forwarded-Proto are believed only from the proxies FORWARDED_ALLOW_IPS names (addresses or
-# networks, comma-separated; the settings read the same variable: portal/addresses.py). Empty, the default: from
+# networks, comma-separated; the settings read the same variable: accounts/addresses.py). Empty, the default: from
 # nobody. uvicorn's own default would believe whoever connects from 127.0.0.1, so any local client (or a proxy on
 # this machine that passes the header through) could name any address and get a fresh throttle and lockout budget.
 set -euo pipefail

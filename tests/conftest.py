@@ -108,7 +108,7 @@ def api_as(user_of_role):
         client = APIClient()
         user = user_of_role(role)
         if user is not None:
-            from portal.accounts.services import token_issue
+            from accounts.services import token_issue
 
             client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)}")
         return client

@@ -3,9 +3,9 @@ import datetime as dt
 import factory
 from django.utils import timezone
 
+from accounts.models import Course, Enrollment, Role, User
 from labs.inventory import RTX_4090, RTX_4090_MEMORY_MB
 from labs.models import Allocation, Gpu, Node
-from portal.accounts.models import Course, Enrollment, Role, User
 
 PASSWORD = "correct-horse-battery"
 

@@ -22,12 +22,12 @@ from django.core.signals import request_started
 from django.db import connection
 from rest_framework.test import APIClient
 
+from accounts.services import token_issue
 from jobs.models import Job, JobEvent, JobState
 from jobs.services import scheduling_pass
 from jobs.services.scheduling import PASS_LOCK_KEY
 from labs.ledger_check import ledger_violations
 from labs.models import Allocation, Gpu
-from portal.accounts.services import token_issue
 from tests.factories import UserFactory
 from tests.fakes.kube import FakeKube
 from tests.fault_tools import Worker, backend_alive, lock_waiters, pg_connect, wait_for

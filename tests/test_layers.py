@@ -1,4 +1,5 @@
-"""The import graph of portal/, labs/ and jobs/, read with `ast` (nothing is imported), and the rules it must keep.
+"""The import graph of accounts/, labs/, jobs/, portal/ and bench/, read with `ast` (nothing is imported), and the
+rules it must keep.
 
 The graph: one node per module (`labs/models/__init__.py` is `labs.models`); one edge per import statement found
 anywhere in the module, at module level, inside functions and methods, under `if TYPE_CHECKING:` too. `import a.b`
@@ -6,23 +7,23 @@ and `from a import b` point at the most specific module they name: `from labs im
 `labs.ledger` when that is a module, and at the package `labs` (its `__init__`'s public names) when it is a name
 defined there. The parent packages Python runs on the way are not edges (a package's `__init__` re-exporting its
 modules, which import each other by their full names, is not a cycle). Relative imports are resolved against the
-importing module's package. Imports of anything outside portal/, labs/ and jobs/ (Django, the standard library,
+importing module's package. Imports of anything outside those folders (Django, the standard library,
 tests) are left out, and so are dotted strings (Celery task names, `settings.INSTALLED_APPS`, mock targets): they
 are not imports.
 
-a. Layers, bottom to top: BASE (`portal.accounts`, `portal.errors`, `portal.dates`, `portal.env`, `portal.addresses`,
-   `portal.csvsafe`) <- `labs` <-
-   `jobs` <- the SHELL (every other module of portal: settings, urls, asgi, routing, celery, wsgi, web, api, ops,
-   oauth, ws_auth, and the package `portal` itself). A module imports only modules of its own layer or below.
+a. Layers (floors), bottom to top, one top-level folder each: `accounts` (people, with the shared helpers `errors`,
+   `dates`, `env`, `addresses` — the client's address — and `csvsafe` — spreadsheet-safe CSV cells) <- `labs` <-
+   `jobs` <- `portal`, the SHELL that composes them (settings, urls, asgi, routing, celery, wsgi, web, api, ops,
+   oauth, ws_auth) <- `bench` (the benchmarks, which nothing imports). A module imports only modules of its own
+   floor or below.
 
-b. Capabilities: `portal.accounts`; `labs` (the core: inventory, ledger, placement, reconciler, image rules, and
+b. Capabilities: `accounts`; `labs` (the core: inventory, ledger, placement, reconciler, image rules, and
    every labs module outside the three folders below); `labs.reservations`, `labs.notebooks`, `labs.telemetry`
    (each a package and everything inside it); `jobs`. A module of one capability imports a module of ANOTHER
    capability only when that module is one of the other's entry points, listed in ENTRY_POINTS: its package
    (`__init__`, for the public names it re-exports), its `models`, `selectors` and `services` (a module, or a
    package and its topic modules), and the few core modules named there that every capability builds on. Inside a
-   capability anything goes. `portal.errors`, `portal.dates`, `portal.env`, `portal.addresses` (the client's
-   address) and `portal.csvsafe` (spreadsheet-safe CSV cells) are shared helpers, open to all.
+   capability anything goes. `accounts.errors`, `accounts.dates` and `accounts.env` are shared helpers, open to all.
    A capability's models live in its app's models package (MODEL_HOMES: `labs.models.notebooks` is the notebooks').
    An app's wiring modules, which Django and Celery find by name at the app's root (APP_WIRING: `apps`, `admin`,
    `management`, `tasks`), may import any module of their own app; towards other apps they keep to entry points.
@@ -31,7 +32,7 @@ b. Capabilities: `portal.accounts`; `labs` (the core: inventory, ledger, placeme
 
 c. No cycles: no module reaches itself through its imports; each cycle is reported as a path a -> b -> a.
 
-d. No module of portal/, labs/ or jobs/ outside migrations is longer than MAX_LINES, except LONG_MODULE_EXCEPTIONS
+d. No module of those folders outside migrations is longer than MAX_LINES, except LONG_MODULE_EXCEPTIONS
    (declarations, not logic).
 
 e. The checker itself is tested on synthetic module maps and on a fake package written to tmp_path.
@@ -46,7 +47,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("portal", "labs", "jobs")
+PACKAGES = ("accounts", "labs", "jobs", "portal", "bench")
 MAX_LINES = 400
 
 # d. Files allowed past MAX_LINES, with why. Only data (declarations) or tests; product logic never.
@@ -54,10 +55,10 @@ LONG_MODULE_EXCEPTIONS = {
     "portal/settings.py": "declarations: one setting per line from the environment, each with its comment",
 }
 
-BASE, LABS, JOBS, SHELL = 0, 1, 2, 3
-LAYER_NAMES = {BASE: "base (portal.accounts/errors/dates/env)", LABS: "labs", JOBS: "jobs", SHELL: "the shell"}
-BASE_MODULES = ("portal.accounts", "portal.errors", "portal.dates", "portal.env", "portal.addresses", "portal.csvsafe")
-SHARED_HELPERS = ("portal.errors", "portal.dates", "portal.env", "portal.addresses", "portal.csvsafe")
+BASE, LABS, JOBS, SHELL, BENCH = 0, 1, 2, 3, 4
+LAYER_NAMES = {BASE: "accounts", LABS: "labs", JOBS: "jobs", SHELL: "the shell", BENCH: "bench"}
+BASE_MODULES = ("accounts",)
+SHARED_HELPERS = ("accounts.errors", "accounts.dates", "accounts.env", "accounts.addresses", "accounts.csvsafe")
 
 # b. Capabilities, most specific first, and the modules each lets other capabilities import. An entry names a module
 # and, when it is a package, the modules inside it (`labs.models` covers `labs.models.nodes`), except the capability's
@@ -68,7 +69,7 @@ CAPABILITIES = (
     "labs.telemetry",
     "labs.budgets",
     "labs.usage",
-    "portal.accounts",
+    "accounts",
     "labs",
     "jobs",
 )
@@ -81,14 +82,14 @@ MODEL_HOMES = {
     "labs.models.usage": "labs.usage",
 }
 ENTRY_POINTS = {
-    "portal.accounts": (
-        "portal.accounts",
-        "portal.accounts.models",
-        "portal.accounts.selectors",
-        "portal.accounts.services",
-        "portal.accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
-        "portal.accounts.ratelimit",  # the one rate limiter services call before a write
-        "portal.accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
+    "accounts": (
+        "accounts",
+        "accounts.models",
+        "accounts.selectors",
+        "accounts.services",
+        "accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
+        "accounts.ratelimit",  # the one rate limiter services call before a write
+        "accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
     ),
     "labs": (
         "labs",
@@ -141,7 +142,7 @@ ENTRY_POINTS = {
 # management commands, the tasks Celery autodiscovers): they wire up every capability of their app, so inside their
 # own app they may import any module; towards other apps they keep to the entry points.
 APP_WIRING = ("apps", "admin", "management", "tasks")
-APPS = ("portal.accounts", "labs", "jobs")
+APPS = ("accounts", "labs", "jobs")
 
 
 # --- The checker ----------------------------------------------------------------------------------------------------
@@ -210,6 +211,8 @@ def layer_of(module: str) -> int:
         return LABS
     if _within(module, "jobs"):
         return JOBS
+    if _within(module, "bench"):
+        return BENCH
     return SHELL
 
 
@@ -362,10 +365,8 @@ def graph():
 
 def test_the_graph_reads_every_module(graph):
     # Guards the checker against reading nothing: the apps, their models and a function-level import are all seen.
-    assert {"portal.settings", "labs.models", "labs.models.nodes", "jobs.models", "portal.accounts.models"} <= set(
-        graph
-    )
-    assert {"labs.models", "portal.accounts.selectors"} <= graph["jobs.selectors"]
+    assert {"portal.settings", "labs.models", "labs.models.nodes", "jobs.models", "accounts.models"} <= set(graph)
+    assert {"labs.models", "accounts.selectors"} <= graph["jobs.selectors"]
     assert {"labs.metrics", "jobs.metrics"} <= graph["portal.ops"]
     assert "portal.ops" in graph["portal.web.apps"]  # imported inside ready()
 
@@ -407,14 +408,12 @@ def _graph_of(**modules: str) -> dict[str, set[str]]:
 
 def test_the_checker_reports_a_base_module_importing_labs():
     graph = _graph_of(
-        portal__accounts__init="",
-        portal__accounts__x="def later():\n    from labs.models import Node\n",
+        accounts__init="",
+        accounts__x="def later():\n    from labs.models import Node\n",
         labs__init="",
         labs__models="",
     )
-    assert layer_violations(graph) == [
-        "portal.accounts.x (base (portal.accounts/errors/dates/env)) imports labs.models (labs)"
-    ]
+    assert layer_violations(graph) == ["accounts.x (accounts) imports labs.models (labs)"]
 
 
 def test_the_checker_reports_labs_importing_jobs_and_jobs_importing_the_shell():
@@ -500,17 +499,14 @@ def test_the_checker_reports_each_cycle_as_a_path():
 
 
 def test_the_checker_reads_a_fake_package_on_disk_and_counts_its_lines(tmp_path):
-    (tmp_path / "portal" / "accounts").mkdir(parents=True)
-    (tmp_path / "portal" / "__init__.py").write_text("")
-    (tmp_path / "portal" / "accounts" / "__init__.py").write_text("")
-    (tmp_path / "portal" / "accounts" / "models.py").write_text("from jobs import models\n" + "x = 1\n" * 401)
+    (tmp_path / "accounts").mkdir(parents=True)
+    (tmp_path / "accounts" / "__init__.py").write_text("")
+    (tmp_path / "accounts" / "models.py").write_text("from jobs import models\n" + "x = 1\n" * 401)
     (tmp_path / "jobs" / "migrations").mkdir(parents=True)
     (tmp_path / "jobs" / "__init__.py").write_text("")
-    (tmp_path / "jobs" / "models.py").write_text("from portal.accounts.models import User\n")
+    (tmp_path / "jobs" / "models.py").write_text("from accounts.models import User\n")
     (tmp_path / "jobs" / "migrations" / "0001_initial.py").write_text("x = 1\n" * 999)
-    graph = build_graph(read_sources(tmp_path, ("portal", "jobs")))
-    assert layer_violations(graph) == [
-        "portal.accounts.models (base (portal.accounts/errors/dates/env)) imports jobs.models (jobs)"
-    ]
-    assert find_cycles(graph) == ["jobs.models -> portal.accounts.models -> jobs.models"]
-    assert long_modules(tmp_path, ("portal", "jobs"), exceptions={}) == ["portal/accounts/models.py: 402 lines"]
+    graph = build_graph(read_sources(tmp_path, ("accounts", "jobs")))
+    assert layer_violations(graph) == ["accounts.models (accounts) imports jobs.models (jobs)"]
+    assert find_cycles(graph) == ["accounts.models -> jobs.models -> accounts.models"]
+    assert long_modules(tmp_path, ("accounts", "jobs"), exceptions={}) == ["accounts/models.py: 402 lines"]

@@ -22,7 +22,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
-from portal.accounts.services import token_issue
+from accounts.services import token_issue
 from tests.conftest import ROLES_WITH_ASSISTANT as ROLES
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 

@@ -10,7 +10,7 @@ dispatch that runs twice finds the first one's work instead of starting it again
 - `list_running()`: every attempt of this portal the backend has not finished (the reconciler's view of the world:
   on the cluster, only Jobs with the portal's labels and its PORTAL_INSTANCE_ID; someone else's are not listed);
 and `purge(job_id)` drops what outlives attempts (the checkpoint volume) once the job is over for good.
-Every failure raises portal.errors.BackendError, whose `retryable` says whether trying again may help.
+Every failure raises accounts.errors.BackendError, whose `retryable` says whether trying again may help.
 """
 
 from __future__ import annotations

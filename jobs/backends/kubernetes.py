@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from accounts.errors import BackendError
 from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name, job_name
 from jobs.backends.logs import Ask, Window, last_lines, read_cap, read_window
 from jobs.backends.manifests import (
@@ -34,7 +35,6 @@ from jobs.backends.manifests import (
 from jobs.backends.resources import config_problems
 from jobs.backends.rules import manifest_problems
 from labs.backends.kube import api_client, kubernetes_error, request_timeout
-from portal.errors import BackendError
 
 JSON = {"Content-Type": "application/json"}
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"

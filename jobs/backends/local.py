@@ -36,11 +36,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts.errors import BackendError
 from jobs.backends import local_files, sandbox
 from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from jobs.backends.logs import Ask, last_lines
-from portal.errors import BackendError
 
 RUNNER = Path(__file__).with_name("local_runner.py")
 ACK_TIMEOUT_S = 15.0

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from accounts.errors import BackendError
 from jobs.backends.base import JobSpec, checkpoint_name
-from portal.errors import BackendError
 
 # Never given to a job as a dataset: the system's own trees, and the portal's.
 PROTECTED_DIRS = ("/etc", "/root", "/proc", "/sys", "/dev", "/run", "/var/run", "/boot")

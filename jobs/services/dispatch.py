@@ -14,6 +14,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.errors import BackendError
 from jobs import enqueue
 from jobs.backends import JobBackend, JobStatus, get_job_backend
 from jobs.backends.base import DatasetVolume, JobRef, JobSpec, LogPage
@@ -21,7 +22,6 @@ from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
 from jobs.services.transitions import job_finish, job_lost, job_mark_running, job_request_stop, job_stop_done
 from labs.ledger import refs_of
 from labs.models import AllocationKind
-from portal.errors import BackendError
 
 log = logging.getLogger(__name__)
 

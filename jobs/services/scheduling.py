@@ -18,6 +18,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import Course, Enrollment, User
+from accounts.selectors import effective_quota
 from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
@@ -40,8 +42,6 @@ from jobs.services.transitions import job_request_stop, transition
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
 from labs.placement import reserved_windows
-from portal.accounts.models import Course, Enrollment, User
-from portal.accounts.selectors import effective_quota
 
 # Any constant that no other part of the portal uses for an advisory lock.
 PASS_LOCK_KEY = 0x6A6F6273  # "jobs"

@@ -15,6 +15,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import Conflict, QuotaExceeded
+from accounts.models import User
+from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
+from accounts.ratelimit import rate_limit_hit
+from accounts.selectors import effective_quota
 from jobs import enqueue
 from jobs.models import ACTIVE_STATES, Job, JobEvent, JobState, StopReason
 from jobs.policy import QueuedJob
@@ -23,11 +28,6 @@ from jobs.services.transitions import job_request_stop, transition
 from jobs.services.validation import JobRequest, validate_request
 from labs.budgets.services import budgets_guard
 from labs.ledger import week_gpu_hours
-from portal.accounts.models import User
-from portal.accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
-from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import effective_quota
-from portal.errors import Conflict, QuotaExceeded
 
 
 def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: bool = True) -> None:

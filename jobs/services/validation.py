@@ -18,15 +18,15 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.errors import InvalidInput, NotPermitted
+from accounts.models import Course, User
+from accounts.selectors import course_ids_active_for, courses_active_for
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.backends.rules import env_reader
 from jobs.models import Dataset, PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
 from labs.placement import may_use, not_yours
-from portal.accounts.models import Course, User
-from portal.accounts.selectors import course_ids_active_for, courses_active_for
-from portal.errors import InvalidInput, NotPermitted
 
 MAX_ARGS = 256
 MAX_ARG_LEN = 4096

@@ -11,7 +11,7 @@ from django.conf import settings
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from portal.errors import BackendError
+from accounts.errors import BackendError
 
 
 def api_client() -> client.ApiClient:

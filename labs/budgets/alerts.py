@@ -22,10 +22,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import NoticeLevel, User
+from accounts.services import notice_send
 from labs.budgets.selectors import BudgetUse, alert_recipients, budget_use, thresholds_of, who_raises
 from labs.models.budgets import Budget, BudgetAction, BudgetAlert
-from portal.accounts.models import NoticeLevel, User
-from portal.accounts.services import notice_send
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,12 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.dates import LabDateField
+from accounts.models import Course, User
+from accounts.permissions import ADMINS_ONLY
 from labs.budgets.selectors import BudgetUse, budget_for, budget_use, budgets_use, budgets_visible_to, thresholds_of
 from labs.budgets.services import MANAGE, budget_create, budget_delete, budget_update
 from labs.models.budgets import BudgetAction, BudgetPeriod
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import ADMINS_ONLY
-from portal.dates import LabDateField
 
 
 class AdminsWrite(permissions.BasePermission):

@@ -17,12 +17,12 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from accounts.models import Course, User
+from accounts.selectors import lab_admins, work_visible_to
 from labs.budgets.selectors import WORK_KINDS, budgets_use
 from labs.ledger import gpu_hours, gpu_hours_by_course, gpu_hours_by_user, week_start
 from labs.models import Allocation
 from labs.models.budgets import Budget, UsageReportSent
-from portal.accounts.models import Course, User
-from portal.accounts.selectors import lab_admins, work_visible_to
 
 log = logging.getLogger(__name__)
 TOP = 10

@@ -18,14 +18,14 @@ from django.db.models import F, FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from accounts.errors import NotFound
+from accounts.models import Course, User
+from accounts.selectors import courses_in_term, lab_admins
 from labs.budgets.periods import Period, budget_period
 from labs.budgets.validation import parse_thresholds
 from labs.ledger import gpu_hours, gpu_hours_by_course, week_start
 from labs.models import Allocation, AllocationKind, GpuMinute
 from labs.models.budgets import Budget, BudgetAction
-from portal.accounts.models import Course, User
-from portal.accounts.selectors import courses_in_term, lab_admins
-from portal.errors import NotFound
 
 HUNDRED = Decimal(100)
 CENT = Decimal("0.01")

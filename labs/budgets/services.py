@@ -2,7 +2,7 @@
 
 Every write is checked by validation.budget_problems (the same rules as the admin console's form) and refused with
 400 naming the fields; nothing is saved unless every field is right. Budgets are the admins' (the API's write
-endpoints and the console); the rule and sentence of the refusal live in portal.accounts.permissions.
+endpoints and the console); the rule and sentence of the refusal live in accounts.permissions.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import InvalidInput
+from accounts.models import Course, NoticeLevel, User
+from accounts.permissions import budget_exhausted_sentence, refuse_over_budget, require_admin
+from accounts.services import notice_send
 from labs.budgets.selectors import budgets_over, who_raises
 from labs.budgets.validation import budget_fill_days, budget_problems, parse_thresholds
 from labs.models.budgets import Budget, BudgetAction, BudgetPeriod
-from portal.accounts.models import Course, NoticeLevel, User
-from portal.accounts.permissions import budget_exhausted_sentence, refuse_over_budget, require_admin
-from portal.accounts.services import notice_send
-from portal.errors import InvalidInput
 
 BUDGET_FIELDS = (
     "name",

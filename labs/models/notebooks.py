@@ -74,8 +74,8 @@ class NotebookProfile(models.Model):
         return self.name
 
     def clean(self) -> None:
+        from accounts.models import Role
         from labs.notebooks.ceilings import profile_problems
-        from portal.accounts.models import Role
 
         problems = profile_problems(self)
         if not isinstance(self.roles, list) or not all(role in Role.values for role in self.roles):

@@ -10,10 +10,10 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django import forms
 
+from accounts.models import Course, Role, User
 from labs.inventory import RTX_4090_MEMORY_MB
 from labs.models import NotebookProfile
 from labs.notebooks.profiles import PROFILE_FIELDS
-from portal.accounts.models import Course, Role, User
 
 FRACTIONS = [(1 / 8, "⅛"), (1 / 5, "⅕"), (1 / 4, "¼"), (1 / 3, "⅓"), (1 / 2, "½"), (3 / 4, "¾")]
 

@@ -20,7 +20,7 @@ import requests
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
-from portal.errors import BackendError
+from accounts.errors import BackendError
 
 USER_AGENT = "gpu-lab-portal-notebooks/1"
 _local = threading.local()

@@ -2,7 +2,7 @@
 
 Its users are `manage.py run_hub` (the run command's hub), the class-start benchmark and the tests; no page, API,
 task or service of the portal imports it. It imports no module of portal/, labs/ or jobs/ (only Django's settings, for
-defaults), so it can move beside portal/bench/kit.py (the benchmarks' kit, which also finds free ports and runs servers)
+defaults), so it can move beside bench/kit.py (the benchmarks' kit, which also finds free ports and runs servers)
 without taking anything along.
 
 `LocalHub` runs ``jupyterhub -f deploy/jupyterhub/jupyterhub_config.py`` as a child process in its own process

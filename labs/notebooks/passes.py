@@ -17,6 +17,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.selectors import course_ids_active_for
+from accounts.services import notice_send
 from labs.ledger import Ref, allocations_discard
 from labs.models import AllocationKind, Gpu, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
@@ -24,8 +26,6 @@ from labs.notebooks.services import session_finish
 from labs.notebooks.upkeep import notebooks_upkeep
 from labs.notebooks.wording import at_local
 from labs.placement import Claim, NoCapacity, allocate
-from portal.accounts.selectors import course_ids_active_for
-from portal.accounts.services import notice_send
 
 log = logging.getLogger(__name__)
 

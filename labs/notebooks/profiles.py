@@ -13,11 +13,11 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from accounts.errors import InvalidInput, NotFound
+from accounts.models import Course, User
+from accounts.permissions import PROFILES_STAFF_ONLY, require_staff
 from labs.models import NotebookProfile
 from labs.notebooks.selectors import profiles_editable_by
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import PROFILES_STAFF_ONLY, require_staff
-from portal.errors import InvalidInput, NotFound
 
 PROFILE_FIELDS = (
     "slug",

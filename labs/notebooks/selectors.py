@@ -7,11 +7,10 @@ from decimal import Decimal
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from labs.ledger import gpu_hours_by_user, week_start
-from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.models import Course, CourseRole, User
-from portal.accounts.permissions import OWNER_TEACHER_OR_ADMIN
-from portal.accounts.selectors import (
+from accounts.errors import NotFound, NotPermitted
+from accounts.models import Course, CourseRole, User
+from accounts.permissions import OWNER_TEACHER_OR_ADMIN
+from accounts.selectors import (
     courses_active_for,
     courses_in_term,
     courses_staffed_by,
@@ -20,7 +19,8 @@ from portal.accounts.selectors import (
     students_of,
     work_visible_to,
 )
-from portal.errors import NotFound, NotPermitted
+from labs.ledger import gpu_hours_by_user, week_start
+from labs.models import NOTEBOOK_ACTIVE, NotebookProfile, NotebookSession, NotebookStatus
 
 
 def profiles_offered(user: User) -> list[NotebookProfile]:
@@ -58,7 +58,7 @@ def profiles_editable_by(user: User) -> QuerySet[NotebookProfile]:
 def notebooks_visible_to(user: User) -> QuerySet[NotebookSession]:
     """Everyone sees their own; teachers also the sessions booked to a course they teach (started under its profile:
     `NotebookSession.course`) in its term; teaching assistants those of the students of the course they assist;
-    admins all (`portal.accounts.selectors.work_visible_to`, the one rule)."""
+    admins all (`accounts.selectors.work_visible_to`, the one rule)."""
     return NotebookSession.objects.select_related("user", "profile", "course").filter(
         work_visible_to(user, owner="user", course="course", at="requested_at")
     )

@@ -16,6 +16,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from accounts.models import Course, User
+from accounts.permissions import require_owner_or_admin
+from accounts.ratelimit import rate_limit_hit
+from accounts.selectors import courses_active_for, courses_staffed_by, effective_quota, hub_username
+from accounts.services import notice_send
 from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close, refs_of, week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, AllocationKind, NotebookProfile, NotebookSession, NotebookStatus
@@ -23,12 +29,6 @@ from labs.notebooks import enqueue
 from labs.notebooks.ceilings import profile_problems
 from labs.notebooks.selectors import course_sessions_to_stop, profiles_offered, require_may_stop
 from labs.notebooks.wording import at_local, hours_text, share_text
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import require_owner_or_admin
-from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import courses_active_for, courses_staffed_by, effective_quota, hub_username
-from portal.accounts.services import notice_send
-from portal.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 
+from accounts.selectors import effective_quota
+from accounts.services import notice_send
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import ServerState
 from labs.notebooks.services import notebook_server_gone, session_ask_stop
 from labs.notebooks.wording import at_local, hours_text
 from labs.telemetry.selectors import GpuUtil, gpu_util_of
-from portal.accounts.selectors import effective_quota
-from portal.accounts.services import notice_send
 
 
 @dataclasses.dataclass

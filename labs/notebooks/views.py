@@ -17,6 +17,14 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from accounts.errors import NotFound, PortalError
+from accounts.permissions import (
+    COURSE_NOTEBOOKS_STAFF_ONLY,
+    PROFILES_STAFF_ONLY,
+    require_looks_after_courses,
+    require_staff,
+)
+from accounts.selectors import effective_quota
 from labs.ledger import week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus
 from labs.notebooks.forms import NotebookProfileForm, NotebookStartForm, profile_card, share_label
@@ -37,14 +45,6 @@ from labs.notebooks.services import (
     notebook_stop,
     notebooks_stop_course,
 )
-from portal.accounts.permissions import (
-    COURSE_NOTEBOOKS_STAFF_ONLY,
-    PROFILES_STAFF_ONLY,
-    require_looks_after_courses,
-    require_staff,
-)
-from portal.accounts.selectors import effective_quota
-from portal.errors import NotFound, PortalError
 
 # Ended sessions shown under the live ones (static/js/notebooks.js shows as many).
 ENDED_SHOWN = 5

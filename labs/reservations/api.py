@@ -11,14 +11,14 @@ from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.dates import LabDateField, LabDateTimeField
+from accounts.models import Course, User
+from accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
 from labs.models import NodeStatus
 from labs.reservations.availability import free_nodes
 from labs.reservations.selectors import reservation_for, reservations_visible_to
 from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create, reservation_decide
 from labs.selectors import nodes_visible_to
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
-from portal.dates import LabDateField, LabDateTimeField
 
 
 class IsTeacherOrAdmin(permissions.BasePermission):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from accounts.errors import Conflict
 from labs.models import Node, NodeStatus, ReservationNode
 from labs.reservations.wording import iso, when
-from portal.errors import Conflict
 
 
 class ReservationConflict(Conflict):

@@ -7,10 +7,10 @@ import datetime as dt
 from django import forms
 from django.utils import timezone
 
+from accounts.dates import LabDateFormField
+from accounts.models import Course, Role, User
 from labs.models import Node, NodeStatus
 from labs.reservations.services import NodeRequest
-from portal.accounts.models import Course, Role, User
-from portal.dates import LabDateFormField
 
 MODES = [("count", "Any free nodes"), ("named", "These nodes"), ("all", "The whole lab")]
 

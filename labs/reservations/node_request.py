@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from portal.errors import InvalidInput
+from accounts.errors import InvalidInput
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,13 +8,13 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from accounts.errors import InvalidInput, QuotaExceeded
+from accounts.models import Course, User
+from accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
 from labs.ledger import week_start
 from labs.models import Node, NodeStatus, ReservationNode
 from labs.reservations.node_request import NodeRequest
 from labs.reservations.wording import amount, when
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
-from portal.errors import InvalidInput, QuotaExceeded
 
 ONE_HOUR = Decimal(3600)
 

@@ -7,17 +7,17 @@ import datetime as dt
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
-from labs.placement import may_use
-from portal.accounts.models import User
-from portal.accounts.permissions import (
+from accounts.errors import NotFound
+from accounts.models import User
+from accounts.permissions import (
     RESERVATION_OWNER_ACTION,
     RESERVATIONS_STAFF_ONLY,
     require_owner_or_admin,
     require_staff,
 )
-from portal.accounts.selectors import course_ids_active_for
-from portal.errors import NotFound
+from accounts.selectors import course_ids_active_for
+from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
+from labs.placement import may_use
 
 
 def reservations_visible_to(user: User) -> QuerySet[Reservation]:

@@ -12,18 +12,18 @@ from decimal import Decimal
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.errors import Conflict, InvalidInput
+from accounts.models import Course, User
+from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
+from accounts.ratelimit import rate_limit_hit
+from accounts.selectors import effective_quota, lab_admins
+from accounts.services import notice_send
 from labs.ledger import Ref, allocations_close
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import conflict, free_nodes
 from labs.reservations.node_request import NodeRequest
 from labs.reservations.policy import ONE_HOUR, check_people, check_week, check_window, resolve_nodes
 from labs.reservations.wording import when
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
-from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.selectors import effective_quota, lab_admins
-from portal.accounts.services import notice_send
-from portal.errors import Conflict, InvalidInput
 
 
 def _insert(reservation: Reservation, nodes: list[Node]) -> None:

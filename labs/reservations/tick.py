@@ -12,14 +12,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.selectors import course_ids_active_for
+from accounts.services import notice_send
 from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
 from labs.models import Allocation, AllocationKind, Gpu, Reservation, ReservationStatus
 from labs.placement import may_use
 from labs.reservations.services import close_allocations, release_rows
 from labs.reservations.wording import when
 from labs.signals import allocations_ended
-from portal.accounts.selectors import course_ids_active_for
-from portal.accounts.services import notice_send
 
 
 def _foreign_allocations(reservation: Reservation):

@@ -13,15 +13,15 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from accounts.dates import date_param
+from accounts.errors import PortalError
+from accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
+from accounts.selectors import effective_quota
 from labs.models import ReservationStatus
 from labs.reservations.availability import ReservationConflict
 from labs.reservations.forms import ReservationForm
 from labs.reservations.selectors import reservation_for, reservation_week, reservations_of, reservations_pending
 from labs.reservations.services import reservation_cancel, reservation_create, reservation_decide
-from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
-from portal.accounts.selectors import effective_quota
-from portal.dates import date_param
-from portal.errors import PortalError
 
 
 def _monday(raw: str | None) -> dt.date:

@@ -14,12 +14,12 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.addresses import client_ip
 from labs.models import NodeAgentToken
 from labs.telemetry.agents import agent_token_check
 from labs.telemetry.samples import LIMITS
 from labs.telemetry.selectors import gpus_visible_to
 from labs.telemetry.services import agent_push
-from portal.addresses import client_ip
 
 log = logging.getLogger("labs.telemetry")
 

@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from accounts.errors import BackendError
 from labs.telemetry import store
 from labs.telemetry.health import HealthWatch, alerts_apply
 from labs.telemetry.history import MinuteBuckets, minutes_prune, minutes_save
@@ -33,7 +34,6 @@ from labs.telemetry.holders import lab_targets
 from labs.telemetry.samples import GpuSample, GpuTarget, checked, match_targets, throttled
 from labs.telemetry.sources import TelemetrySource, get_telemetry_source
 from labs.telemetry.state import changed_fields, gpu_state
-from portal.errors import BackendError
 
 log = logging.getLogger("labs.telemetry")
 

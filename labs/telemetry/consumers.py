@@ -28,9 +28,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from accounts.credentials import Credential, credential_of_scope
 from labs.telemetry.fanout import GpuHub, encode, get_hub
 from labs.telemetry.visibility import Viewer, viewers_for
-from portal.accounts.credentials import Credential, credential_of_scope
 
 log = logging.getLogger("labs.telemetry")
 monotonic = time.monotonic  # the resync limit's clock (tests move it)

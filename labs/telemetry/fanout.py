@@ -25,6 +25,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
+from accounts.credentials import Credential, credentials_ended
 from labs.telemetry import store
 from labs.telemetry.collector import GROUP, ensure_embedded_collector
 from labs.telemetry.visibility import (
@@ -35,7 +36,6 @@ from labs.telemetry.visibility import (
     public_gpus,
     viewers_for,
 )
-from portal.accounts.credentials import Credential, credentials_ended
 
 log = logging.getLogger("labs.telemetry")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import requests
 
-from portal.errors import BackendError
+from accounts.errors import BackendError
 
 _local = threading.local()
 USER_AGENT = "gpu-lab-portal-telemetry/1"

@@ -16,6 +16,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from accounts.models import User
 from labs.models import Allocation, AllocationKind, GpuAlert, GpuAlertKind, GpuMinute, Node
 from labs.telemetry import store
 from labs.telemetry.charts import gpu_charts
@@ -23,7 +24,6 @@ from labs.telemetry.holders import lab_targets
 from labs.telemetry.samples import gpu_key
 from labs.telemetry.state import stored_state
 from labs.telemetry.visibility import Viewer, public_gpus, viewer_for
-from portal.accounts.models import User
 
 
 def open_alerts() -> QuerySet[GpuAlert]:

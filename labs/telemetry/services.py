@@ -6,10 +6,10 @@ import logging
 import time
 from typing import Any
 
+from accounts.errors import InvalidInput, NotPermitted
 from labs.models import NodeAgentToken
 from labs.telemetry import store
 from labs.telemetry.samples import GpuSample, sample_problem
-from portal.errors import InvalidInput, NotPermitted
 
 log = logging.getLogger("labs.telemetry")
 

@@ -17,12 +17,12 @@ from typing import Protocol
 
 from django.conf import settings
 
+from accounts.errors import BackendError
 from labs.telemetry import http, store
 from labs.telemetry.dcgm import parse_scrape
 from labs.telemetry.prometheus import QUERY, PrometheusAnswerError, parse_answer
 from labs.telemetry.samples import GpuSample, GpuTarget, throttled
 from labs.telemetry.simulator import GpuSimulator
-from portal.errors import BackendError
 
 
 class TelemetrySource(Protocol):

@@ -2,7 +2,7 @@
 
 - students see whether a GPU is free or busy, their own sessions on it, and the reservations they may use;
 - teachers also see the holders booked to a course they teach that is in term (never a student's work booked to no
-  course or to another course: `portal.accounts.selectors.work_visible_to` is the rule, this its live form);
+  course or to another course: `accounts.selectors.work_visible_to` is the rule, this its live form);
 - admins see everyone.
 Utilisation, memory, temperature and power are no secret; health alerts are for admins.
 
@@ -17,9 +17,9 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from accounts.models import Course, Enrollment, Role, User
+from accounts.selectors import courses_in_term, role_of
 from labs.models import AllocationKind, NodeStatus
-from portal.accounts.models import Course, Enrollment, Role, User
-from portal.accounts.selectors import courses_in_term, role_of
 
 PUBLIC_FIELDS = (
     "node",

@@ -24,8 +24,8 @@ from django.db.models import F, FloatField, Func, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.utils import timezone
 
+from accounts.csvsafe import safe_text
 from labs.models import Allocation
-from portal.csvsafe import safe_text
 
 KEY_GROUPS = {"user": "user__username", "course": "course__code", "node": "gpu__node__name", "kind": "kind"}
 TIME_GROUPS = ("day", "week", "month", "term")
@@ -87,7 +87,7 @@ class HeldSeconds(Func):
 @contextlib.contextmanager
 def _no_jit() -> Iterator[None]:
     """PostgreSQL compiles a big aggregate with JIT, which cost more than the query itself (1.7 s of JIT for 0.15 s
-    of work on 250,000 entries, portal/bench/USAGE_PLANS.md): the reports run without it, in their own transaction."""
+    of work on 250,000 entries, bench/USAGE_PLANS.md): the reports run without it, in their own transaction."""
     if connection.vendor != "postgresql":
         yield
         return
@@ -158,7 +158,7 @@ def local_midnight(day: dt.date) -> dt.datetime:
 
 
 def _term_starts(year: int) -> list[dt.date]:
-    # (month, day) pairs, sorted, checked at start-up (portal.env.envmonthdays): every year has them.
+    # (month, day) pairs, sorted, checked at start-up (accounts.env.envmonthdays): every year has them.
     return [dt.date(year, month, day) for month, day in settings.USAGE_TERM_STARTS]
 
 
@@ -302,7 +302,7 @@ def _phases(allocations: QuerySet[Allocation], window: Window) -> list[QuerySet[
 def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[bytes]:
     """PostgreSQL: the same rows as `entries`, as CSV written by the server (COPY ... TO STDOUT), in the chunks it
     sends: several times faster than building rows here, memory still constant (nothing is held but a chunk). Text
-    that starts like a spreadsheet formula gets a `'` in front in the SQL itself (portal.csvsafe.safe_text)."""
+    that starts like a spreadsheet formula gets a `'` in front in the SQL itself (accounts.csvsafe.safe_text)."""
     if window.until <= window.start:
         return
     for rows in _phases(allocations, window):

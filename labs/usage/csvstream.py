@@ -1,5 +1,5 @@
 """CSV answers that stream: a header row, then pages of rows as the database gives them, in constant memory. Every
-cell goes through portal.csvsafe (text that a spreadsheet would run as a formula gets a `'` in front); what
+cell goes through accounts.csvsafe (text that a spreadsheet would run as a formula gets a `'` in front); what
 PostgreSQL writes itself (`raw`, COPY) was escaped in its SQL (labs.usage.accounting.entries_copy).
 
 Under ASGI (the portal's server) Django buffers a synchronous iterator whole before sending it, so there the rows
@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 
-from portal.csvsafe import SafeWriter
+from accounts.csvsafe import SafeWriter
 
 
 def cell(value) -> object:

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from accounts.dates import OUT_OF_RANGE, date_in_range
+from accounts.errors import InvalidInput
+from accounts.models import User
 from labs.models import AllocationKind
 from labs.usage.accounting import GROUPS, Window, local_midnight
 from labs.usage.selectors import USE_KINDS, Scope, scope_for
-from portal.accounts.models import User
-from portal.dates import OUT_OF_RANGE, date_in_range
-from portal.errors import InvalidInput
 
 MAX_SPAN = dt.timedelta(days=2 * 366)
 ENTRY = "entry"  # one CSV row per ledger entry (the export), CSV only

@@ -11,14 +11,14 @@ from django.db.models import Avg, Count, F, Sum
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
 
+from accounts.models import Course
+from accounts.selectors import effective_quota, students_of
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
 from labs.usage.accounting import Window
 from labs.usage.efficiency import p95
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
 from labs.usage.waits import queue_wait_kinds, queue_waits_between
-from portal.accounts.models import Course
-from portal.accounts.selectors import effective_quota, students_of
 
 IDLE_HINT_SHARE = 0.5  # a notebook idle for more than half of what it held gets a hint
 

@@ -6,7 +6,7 @@ pages never filter by role themselves. Asking for what one may not see is a NotF
 another student), never an empty answer that would say it exists; a student asking for a course at all is refused.
 
 A course's usage is its ledger entries: the work booked to it. Who sees which entries is
-`portal.accounts.selectors.work_visible_to`, the rule jobs and notebooks follow: a teacher (a teaching assistant, of
+`accounts.selectors.work_visible_to`, the rule jobs and notebooks follow: a teacher (a teaching assistant, of
 the students) sees the entries booked to their course in its term, never a person's work booked to no course or to
 another course.
 """
@@ -19,13 +19,13 @@ import datetime as dt
 from django.db import connection
 from django.db.models import Q, QuerySet
 
+from accounts.errors import NotFound, NotPermitted
+from accounts.models import Course, User
+from accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
+from accounts.selectors import courses_staffed_by, people_of_courses_staffed_by, students_of, work_visible_to
 from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
 from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
-from portal.accounts.models import Course, User
-from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by, people_of_courses_staffed_by, students_of, work_visible_to
-from portal.errors import NotFound, NotPermitted
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
 

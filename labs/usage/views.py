@@ -1,7 +1,7 @@
 """The usage pages: "My usage" (everyone), per course (teachers, admins), the lab (admins), and every table as CSV.
 
 Thin: read the window (labs.usage.params), ask labs.usage.reports, render. Refusals come from the selectors and
-portal.accounts.permissions; bad dates show their sentence on the page with the default window instead."""
+accounts.permissions; bad dates show their sentence on the page with the default window instead."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from accounts.errors import InvalidInput, NotPermitted
+from accounts.permissions import USAGE_COURSE_STAFF_ONLY, USAGE_LAB_ADMINS_ONLY, looks_after_courses
+from accounts.selectors import courses_staffed_by
 from labs.budgets.selectors import budgets_use, budgets_visible_to
 from labs.models import Gpu
 from labs.usage import charts, csvstream, reports
 from labs.usage.params import read_window
 from labs.usage.selectors import Scope, scope_for
-from portal.accounts.permissions import USAGE_COURSE_STAFF_ONLY, USAGE_LAB_ADMINS_ONLY, looks_after_courses
-from portal.accounts.selectors import courses_staffed_by
-from portal.errors import InvalidInput, NotPermitted
 
 HOURS = [f"{hour:02d}" for hour in range(24)]
 

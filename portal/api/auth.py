@@ -1,11 +1,11 @@
-"""`Authorization: Token <key>` for the API: hashed, revocable, expiring tokens (portal.accounts.ApiToken)."""
+"""`Authorization: Token <key>` for the API: hashed, revocable, expiring tokens (accounts.ApiToken)."""
 
 from __future__ import annotations
 
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
-from portal.accounts.services import token_authenticate
+from accounts.services import token_authenticate
 
 
 class ExpiringTokenAuthentication(TokenAuthentication):

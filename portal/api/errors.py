@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from portal.errors import PortalError
+from accounts.errors import PortalError
 
 _CODES = {
     exceptions.NotAuthenticated: "not_authenticated",

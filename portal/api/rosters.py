@@ -1,7 +1,7 @@
 """The roster API (v1) of a course, for its teachers and admins: export (CSV), preview an import, import. Thin.
 
 The roster travels as CSV text inside JSON (`{"csv": "username,email,role\n..."}`), the format the export gives and
-the course's roster page reads (portal/accounts/rosters.py).
+the course's roster page reads (accounts/rosters.py).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.accounts.models import CourseRole
-from portal.accounts.rosters import roster_commit, roster_export, roster_plan
-from portal.accounts.selectors import roster_course_for
+from accounts.models import CourseRole
+from accounts.rosters import roster_commit, roster_export, roster_plan
+from accounts.selectors import roster_course_for
 
 
 class RosterIn(serializers.Serializer):

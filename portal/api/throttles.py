@@ -1,10 +1,10 @@
-"""The throttles keyed on the caller's address, read by the one rule in portal.addresses (FORWARDED_ALLOW_IPS)."""
+"""The throttles keyed on the caller's address, read by the one rule in accounts.addresses (FORWARDED_ALLOW_IPS)."""
 
 from __future__ import annotations
 
 from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
 
-from portal.addresses import client_ip
+from accounts.addresses import client_ip
 
 
 class ClientIpThrottle(ScopedRateThrottle):

@@ -4,11 +4,11 @@ from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.models import TokenSource
+from accounts.selectors import courses_of, effective_quota, role_of
+from accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of
-from portal.accounts.models import TokenSource
-from portal.accounts.selectors import courses_of, effective_quota, role_of
-from portal.accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
 from portal.api.throttles import ClientIpThrottle
 from portal.web.lockout import locked_error
 
@@ -103,7 +103,7 @@ class TokenApi(APIView):
 
     authentication_classes: list = []
     permission_classes: list = []
-    # Keyed on the client's address as FORWARDED_ALLOW_IPS says (portal.addresses): a made-up X-Forwarded-For
+    # Keyed on the client's address as FORWARDED_ALLOW_IPS says (accounts.addresses): a made-up X-Forwarded-For
     # does not get a fresh budget.
     throttle_classes = [ClientIpThrottle]
     throttle_scope = "token"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import envstr
+from accounts.env import envstr
 
 DEV_KEY_NAME = "oidc_rsa_private.pem"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
-from portal.accounts.selectors import hub_username, role_of
+from accounts.selectors import hub_username, role_of
 
 
 def hub_groups(user) -> list[str]:

@@ -11,10 +11,10 @@ from django.shortcuts import redirect, render
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
-from portal.accounts.models import TokenSource
-from portal.accounts.selectors import token_live_of, tokens_of
-from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke, user_report_email_set
-from portal.errors import InvalidInput
+from accounts.errors import InvalidInput
+from accounts.models import TokenSource
+from accounts.selectors import token_live_of, tokens_of
+from accounts.services import sessions_end_everywhere, token_create, token_revoke, user_report_email_set
 from portal.oauth.services import oauth_tokens_revoke
 
 LIFETIMES = (7, 30, 90, 365)  # the page's choices, in days, cut to API_TOKEN_TTL_DAYS

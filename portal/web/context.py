@@ -1,6 +1,6 @@
 from django.conf import settings
 
-from portal.accounts.permissions import looks_after_courses
+from accounts.permissions import looks_after_courses
 
 
 def portal(request):

@@ -3,8 +3,8 @@
 from django.http import JsonResponse
 from django.shortcuts import render
 
+from accounts.errors import PortalError
 from portal.api.errors import json_not_found, json_server_error
-from portal.errors import PortalError
 
 BAD_REQUEST = "The request was malformed; check the address and what you typed, and try again."
 

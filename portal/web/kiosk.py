@@ -19,10 +19,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.errors import PortalError
 from labs.models import NOTEBOOK_LIVE, NotebookSession, NotebookStatus
 from labs.notebooks.selectors import notebooks_visible_to
 from labs.notebooks.services import notebook_request, notebook_stop
-from portal.errors import PortalError
 
 # Seconds between looks while the desktop is queued or starting.
 REFRESH_S = 3

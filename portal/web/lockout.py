@@ -3,7 +3,7 @@
 django-axes decides the lock (settings: AXES_*) and calls `lockout_response` (AXES_LOCKOUT_CALLABLE) for the HTML
 login and the admin console's; the token endpoint raises `locked_error` itself. The per-address throttle of the
 HTML login (`LoginThrottle`, LOGIN_THROTTLE_RATE) is checked by `login_throttled`. Both answer 429 with Retry-After
-and a sentence that says when to try again and what else to do (portal/accounts/permissions.py).
+and a sentence that says when to try again and what else to do (accounts/permissions.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from portal.accounts.models import User
-from portal.accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
-from portal.accounts.usernames import username_key
-from portal.addresses import client_ip_address
+from accounts.addresses import client_ip_address
+from accounts.errors import SignInPaused
+from accounts.models import User
+from accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
+from accounts.usernames import username_key
 from portal.api.throttles import LoginThrottle
-from portal.errors import SignInPaused
 
 
 def _wait_words(seconds: int) -> str:

@@ -2,7 +2,7 @@
 
 Refusals read the same everywhere: a view calls a selector or a service and lets `NotFound` (404: the caller may not
 see it, or there is no such thing) and `NotPermitted` (403: they may see it but not do this) travel up; the API's
-handler and this middleware answer them with the rule's one sentence (portal.accounts.permissions), so no page
+handler and this middleware answer them with the rule's one sentence (accounts.permissions), so no page
 translates a refusal by hand.
 
 A NUL character cannot be stored by PostgreSQL (psycopg raises DataError: a 500 wherever it reaches a query),
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from portal.errors import PortalError
+from accounts.errors import PortalError
 from portal.web.errors import bad_request, portal_error_page
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

@@ -15,12 +15,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from portal.accounts.invitations import invitation_accept, invitation_answer, invitation_resend, invitation_valid
-from portal.accounts.models import User
-from portal.accounts.rosters import roster_commit, roster_export, roster_plan, roster_size_check
-from portal.accounts.selectors import invitation_of, roster_course_for, roster_of, roster_waiting
-from portal.accounts.signin.backends import local_login_allows
-from portal.errors import Conflict, NotFound, PortalError
+from accounts.errors import Conflict, NotFound, PortalError
+from accounts.invitations import invitation_accept, invitation_answer, invitation_resend, invitation_valid
+from accounts.models import User
+from accounts.rosters import roster_commit, roster_export, roster_plan, roster_size_check
+from accounts.selectors import invitation_of, roster_course_for, roster_of, roster_waiting
+from accounts.signin.backends import local_login_allows
 
 UPLOAD_FIELD = "file"
 
@@ -143,7 +143,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         user: User | None = invitation_accept(token=token, password=form.cleaned_data["new_password1"])
         if user is None:  # someone used it a moment before
             return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
-        login(request, user, backend="portal.accounts.signin.backends.LocalPasswordBackend")
+        login(request, user, backend="accounts.signin.backends.LocalPasswordBackend")
         messages.success(request, f"Welcome, {user.username}: your password is set and you are signed in.")
         return redirect("dashboard")
     return render(request, "rosters/invitation.html", context)

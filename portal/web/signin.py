@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from portal.accounts.signin.oidc import SigninError, oidc_enabled, provider_metadata
+from accounts.signin.oidc import SigninError, oidc_enabled, provider_metadata
 
 logger = logging.getLogger("portal.signin")
 

@@ -11,11 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods, require_safe
 
-from labs.notebooks.selectors import notebooks_live_of
-from labs.reservations.selectors import reservations_of, reservations_pending
-from labs.selectors import lab_summary, usage_of
-from portal.accounts.models import User
-from portal.accounts.selectors import (
+from accounts.models import User
+from accounts.selectors import (
     courses_of,
     effective_quota,
     invitations_waiting_for,
@@ -23,8 +20,11 @@ from portal.accounts.selectors import (
     people_by_role,
     tokens_of,
 )
-from portal.accounts.services import notice_dismiss
-from portal.accounts.signin.oidc import oidc_enabled
+from accounts.services import notice_dismiss
+from accounts.signin.oidc import oidc_enabled
+from labs.notebooks.selectors import notebooks_live_of
+from labs.reservations.selectors import reservations_of, reservations_pending
+from labs.selectors import lab_summary, usage_of
 from portal.web.lockout import login_throttled
 from portal.web.signin import oidc_start_url
 

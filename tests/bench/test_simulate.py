@@ -6,7 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from portal.bench.simulate import (
+from bench.simulate import (
     SimConfig,
     TraceError,
     TraceJob,

@@ -130,7 +130,7 @@ def test_the_grid_updates_live_without_a_reload(asgi_portal, page):
 
 
 def test_signing_out_everywhere_ends_the_open_live_page_and_says_why(asgi_portal, page):
-    from portal.accounts.services import sessions_end_everywhere
+    from accounts.services import sessions_end_everywhere
 
     inventory_sync(specs=demo_specs(4), source="demo")
     maria = UserFactory(username="maria", role="student")

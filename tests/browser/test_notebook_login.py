@@ -93,7 +93,7 @@ def test_a_student_opens_jupyterlab_without_a_second_login_and_stops_it(live_ser
         open_link.click()
     lab = opened.value
     lab.set_default_timeout(90_000)
-    # The hub knows sam as u<id> (the account's, never the name: portal.accounts.selectors.hub_username).
+    # The hub knows sam as u<id> (the account's, never the name: accounts.selectors.hub_username).
     lab.wait_for_url(f"{real_hub.public_url}/user/u{sam.pk}/{session.server_name}/lab**", timeout=90_000)
     expect(lab.locator("#jp-main-dock-panel")).to_be_attached(timeout=90_000)
     assert lab.get_by_label("Password").count() == 0

@@ -4,10 +4,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from accounts.permissions import RESERVATIONS_STAFF_ONLY
 from labs.inventory import demo_specs
 from labs.models import Reservation
 from labs.services import inventory_sync
-from portal.accounts.permissions import RESERVATIONS_STAFF_ONLY
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -4,7 +4,7 @@ import pytest
 from django.core import mail
 from playwright.sync_api import expect
 
-from portal.accounts.models import Enrollment
+from accounts.models import Enrollment
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

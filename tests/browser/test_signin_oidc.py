@@ -11,8 +11,8 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
+from accounts.models import Enrollment, ExternalIdentity, Role, User
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.models import Enrollment, ExternalIdentity, Role, User
 from tests.browser.test_notebook_login import real_hub, worker  # noqa: F401 (fixtures)
 from tests.factories import CourseFactory, NodeFactory
 from tests.fakes.oidc_idp import MockIdP

@@ -5,9 +5,9 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from accounts.models import User
 from jobs.models import Job, JobState
 from jobs.services import scheduling_pass
-from portal.accounts.models import User
 from tests.conftest import ROLES
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab, local_backend_fixture, wait_until  # noqa: F401

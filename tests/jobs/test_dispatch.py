@@ -148,7 +148,7 @@ def test_cancel_a_running_job_stops_its_process(local_backend, sam, django_captu
 
 
 def test_an_image_the_backend_refuses_fails_the_job_without_retrying(local_backend, sam, monkeypatch):
-    from portal.errors import BackendError
+    from accounts.errors import BackendError
 
     job = python_job(sam, "print(1)")
     scheduling_pass()
@@ -340,8 +340,8 @@ def test_a_worker_killed_mid_dispatch_dispatches_the_job_exactly_once(tmp_path, 
 def test_a_retryable_api_error_on_dispatch_keeps_the_job_starting_and_the_retry_creates_it_once(
     kube, sam, status, django_capture_on_commit_callbacks
 ):
+    from accounts.errors import BackendError
     from jobs.services.dispatch import job_dispatch
-    from portal.errors import BackendError
 
     with django_capture_on_commit_callbacks(execute=False):
         job = python_job(sam, "print(1)")

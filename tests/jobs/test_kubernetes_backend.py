@@ -7,11 +7,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from accounts.errors import BackendError
 from jobs.backends.base import JobRef, JobSpec
 from jobs.backends.kubernetes import KubernetesJobs
 from jobs.backends.manifests import ClusterConfig, job_manifest
 from labs.backends.kube import api_client
-from portal.errors import BackendError
 from tests.fakes.kube import FakeKube
 
 NS = "gpu-lab-jobs"

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
+from accounts.errors import BackendError
 from jobs.backends import get_job_backend
 from jobs.backends.base import DatasetVolume, JobSpec
 from jobs.backends.local import LocalJobs
 from jobs.backends.local_runner import group_alive
-from portal.errors import BackendError
 from tests.jobs.factories import wait_until
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from accounts.errors import BackendError
 from jobs.backends.base import DatasetVolume, JobSpec
 from jobs.backends.local import LocalJobs
-from portal.errors import BackendError
 from tests.jobs.factories import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy" / "jupyterhub"))

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from accounts.errors import BackendError
 from jobs.backends.base import JobSpec
 from jobs.backends.local import LocalJobs
-from portal.errors import BackendError
 from tests.jobs.factories import wait_until
 
 # Each attack prints "<name>: blocked" or "<name>: LEAKED <what it got>"; the job itself always succeeds.

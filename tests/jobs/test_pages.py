@@ -3,8 +3,8 @@
 import pytest
 from django.utils import timezone
 
+from accounts.models import User
 from jobs.models import Job, JobState
-from portal.accounts.models import User
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory, JobFactory, lab, local_backend_fixture  # noqa: F401
 

@@ -5,6 +5,8 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from accounts.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
+from accounts.models import Quota
 from jobs.backends.base import JobStatus
 from jobs.models import Job, JobEvent, JobState, PriorityClass, StopReason
 from jobs.services import (
@@ -17,8 +19,6 @@ from jobs.services import (
 )
 from jobs.services.dispatch import job_observe, jobs_preempt_for_allocations
 from labs.models import Allocation, Gpu, Reservation, ReservationNode, ReservationStatus
-from portal.accounts.models import Quota
-from portal.errors import Conflict, InvalidInput, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 from tests.jobs.factories import IMAGE, DatasetFactory, ImageRuleFactory, lab
 

@@ -12,6 +12,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from accounts.errors import NotPermitted
+from accounts.models import Course
 from jobs.models import Job
 from jobs.services import job_submit
 from labs.models import Allocation, AllocationKind, ReservationStatus
@@ -20,8 +22,6 @@ from labs.placement import Claim, NoCapacity, not_yours, place
 from labs.reservations.services import NodeRequest, reservation_create
 from labs.reservations.tick import reservations_tick
 from labs.telemetry.visibility import public_gpu, viewer_for
-from portal.accounts.models import Course
-from portal.errors import NotPermitted
 from tests.factories import AllocationFactory, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory
 
@@ -132,7 +132,7 @@ def test_a_job_on_the_reservation_of_an_ended_course_is_refused_with_the_one_sen
 def test_the_api_answers_403_with_the_one_sentence(split_course, client):
     from rest_framework.test import APIClient
 
-    from portal.accounts.services import token_issue
+    from accounts.services import token_issue
 
     reservation, ella, _mia, _old = split_course
     api = APIClient()

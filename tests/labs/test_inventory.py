@@ -4,11 +4,11 @@ from decimal import Decimal
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounts.errors import Conflict
 from labs.backends.inventory import LocalInventory
 from labs.inventory import InventoryError, demo_specs, parse_csv, parse_yaml
 from labs.models import Gpu, Node, NodeStatus
 from labs.services import inventory_sync, node_cordon, node_uncordon
-from portal.errors import Conflict
 from tests.factories import AllocationFactory, UserFactory
 
 YAML = textwrap.dedent(
@@ -111,7 +111,7 @@ def test_seed_demo_makes_forty_4090_nodes_and_users_of_each_role(capsys, setting
     assert Node.objects.count() == 40
     assert list(Node.objects.values_list("name", flat=True))[:2] == ["gpu01", "gpu02"]
     assert Node.objects.last().name == "gpu40"
-    from portal.accounts.models import User
+    from accounts.models import User
 
     assert set(User.objects.values_list("role", flat=True)) == {"student", "teacher", "admin"}
     assert "student-demo" in capsys.readouterr().out

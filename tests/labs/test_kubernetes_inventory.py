@@ -2,10 +2,10 @@
 
 import pytest
 
+from accounts.errors import BackendError
 from labs.backends.inventory import KubernetesInventory
 from labs.models import Node, NodeStatus
 from labs.services import inventory_sync, node_cordon
-from portal.errors import BackendError
 from tests.factories import UserFactory
 from tests.fakes.kube import FakeKube, gpu_node
 

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from accounts.models import Notice
 from labs.ledger import GpuShare, Ref, allocation_open
 from labs.ledger_check import FINISHED_OPEN, NO_HOLDER, OVER_SHARE, ledger_violations
 from labs.models import (
@@ -22,7 +23,6 @@ from labs.models import (
     ReservationStatus,
 )
 from labs.reconcile import reconcile
-from portal.accounts.models import Notice
 from tests.factories import NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -200,7 +200,7 @@ def test_an_unused_reservation_is_released_and_its_owner_told(lab, course, setti
 
 def test_a_pending_reservation_lapses_when_its_window_begins(lab, course):
     teacher = course.teachers.get()
-    from portal.accounts.models import Quota
+    from accounts.models import Quota
 
     Quota.objects.create(user=teacher, reservation_approval_nodes=1)
     pending = reserve(course, ["gpu01", "gpu02"], NOW, NOW + dt.timedelta(hours=1))

@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from accounts.services import token_issue
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.services import token_issue
 from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 
 # On the lab's default image allow-list (JOBS_IMAGE_ALLOW), which notebook profiles keep to.

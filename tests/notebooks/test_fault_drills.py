@@ -17,6 +17,8 @@ from celery import Celery
 from django.conf import settings
 from django.db import connection
 
+from accounts.errors import BackendError
+from accounts.models import Notice
 from labs.ledger_check import ledger_violations
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks import tasks
@@ -27,8 +29,6 @@ from labs.telemetry import store
 from labs.telemetry.collector import Collector
 from labs.telemetry.health import HealthWatch
 from labs.telemetry.samples import gpu_key
-from portal.accounts.models import Notice
-from portal.errors import BackendError
 from tests.factories import CourseFactory, NodeFactory
 from tests.fault_tools import Worker, backend_alive, lock_waiters, pg_connect, wait_for
 from tests.labs.telemetry.test_collector import ScriptedSource, clean_store, reading  # noqa: F401 - a fixture

@@ -2,7 +2,7 @@
 asks the hub who may use it) signing people in through a live portal, as a browser would (requests following the
 redirects: hub -> portal -> hub -> the notebook server).
 
-The hub knows people as u<account id> (portal.accounts.selectors.hub_username), so a name given to someone else —
+The hub knows people as u<account id> (accounts.selectors.hub_username), so a name given to someone else —
 freed by a rename here; a name differing only in case can no longer be made at all — never brings that person into
 the first one's hub account, servers or home."""
 

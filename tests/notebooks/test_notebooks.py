@@ -15,6 +15,8 @@ import requests
 from django.db import connection
 from django.utils import timezone
 
+from accounts.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
+from accounts.models import Notice, Quota
 from labs.ledger import week_gpu_hours
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import hub
@@ -23,8 +25,6 @@ from labs.notebooks.selectors import queue_positions
 from labs.notebooks.services import notebook_extend, notebook_request, notebook_stop, notebooks_stop_course
 from labs.telemetry import store
 from labs.telemetry.samples import gpu_key
-from portal.accounts.models import Notice, Quota
-from portal.errors import Conflict, InvalidInput, NotFound, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 
 # On the lab's default image allow-list (JOBS_IMAGE_ALLOW), which notebook profiles keep to.

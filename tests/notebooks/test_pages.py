@@ -11,12 +11,12 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from accounts.errors import InvalidInput
+from accounts.models import Notice
 from labs.ledger import week_start
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.passes import HUB_DOWN, notebooks_pass
 from labs.notebooks.profiles import profile_save
-from portal.accounts.models import Notice
-from portal.errors import InvalidInput
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -522,7 +522,7 @@ def test_dashboard_card(browser_client, role):
     client = browser_client(role)
     html = client.get("/").content.decode()
     assert 'data-testid="dashboard-notebooks"' in html and "No notebook is running." in html
-    from portal.accounts.models import User
+    from accounts.models import User
 
     user = User.objects.get(username=f"{role}-x")
     profile = make_profile()

@@ -9,11 +9,11 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.models import User
+from accounts.services import token_issue
 from jobs.models import Job
 from labs.images import ImageRule
 from labs.models import NotebookProfile, NotebookSession
-from portal.accounts.models import User
-from portal.accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.jobs.factories import lab
 

@@ -10,13 +10,13 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from accounts.models import Notice
 from labs.ledger import Ref, allocations_close
 from labs.ledger_check import ledger_violations
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import hub
 from labs.notebooks.services import SERVER_GONE, notebook_request
 from labs.reconcile import reconcile
-from portal.accounts.models import Notice
 from tests.factories import CourseFactory, NodeFactory
 from tests.jobs.factories import wait_until
 from tests.notebooks.test_notebooks import (  # noqa: F401 - the hub is emptied after each test

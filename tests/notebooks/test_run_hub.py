@@ -8,8 +8,8 @@ from tests.test_layers import ROOT, build_graph, read_sources
 # labs/notebooks/localhub.py is harness: the run command's hub and the class-start benchmark use it, the product not.
 LOCAL_HUB_USERS = {
     "labs.management.commands.run_hub",
-    "portal.bench.management.commands.bench_class_start",
-    "portal.bench.management.commands.bench_portal",
+    "bench.management.commands.bench_class_start",
+    "bench.management.commands.bench_portal",
 }
 
 

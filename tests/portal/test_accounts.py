@@ -6,8 +6,8 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.accounts.models import Course, Enrollment, Quota, Role, User
-from portal.accounts.selectors import effective_quota
+from accounts.models import Course, Enrollment, Quota, Role, User
+from accounts.selectors import effective_quota
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

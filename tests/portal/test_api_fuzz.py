@@ -19,7 +19,7 @@ from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 
-from portal.accounts.services import token_issue
+from accounts.services import token_issue
 from portal.wsgi import application
 from tests.conftest import ROLES
 from tests.factories import UserFactory

@@ -2,7 +2,7 @@
 
 import pytest
 
-from portal.accounts.models import ApiToken
+from accounts.models import ApiToken
 from tests.factories import PASSWORD, UserFactory
 
 

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from portal.accounts.models import ApiToken
-from portal.accounts.services import token_authenticate
+from accounts.models import ApiToken
+from accounts.services import token_authenticate
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -284,7 +284,7 @@ def test_yesterdays_clear_text_tokens_are_carried_over_hashed(api, settings):
     settings.API_TOKEN_TTL_DAYS = 90
     user = UserFactory(username="ada")
     old = Token.objects.create(user=user)
-    migration = importlib.import_module("portal.accounts.migrations.0006_api_tokens_and_session_generation")
+    migration = importlib.import_module("accounts.migrations.0006_api_tokens_and_session_generation")
     migration.carry_over_drf_tokens(apps, None)
     assert not Token.objects.exists()
     carried = row(old.key)
@@ -293,7 +293,7 @@ def test_yesterdays_clear_text_tokens_are_carried_over_hashed(api, settings):
 
 
 def test_operators_tokens_are_not_capped(settings):
-    from portal.accounts.services import token_issue
+    from accounts.services import token_issue
 
     settings.API_TOKENS_MAX = 1
     user = UserFactory(username="ada")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIRequestFactory
 
-from portal.addresses import client_ip, client_ip_address, forwarded_client, parse_proxies, scope_client_ip
+from accounts.addresses import client_ip, client_ip_address, forwarded_client, parse_proxies, scope_client_ip
 
 PROXY = "10.0.0.2"
 NAMED = "10.0.0.0/24"

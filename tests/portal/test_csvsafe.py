@@ -1,4 +1,5 @@
-"""portal.csvsafe: the one rule every CSV export writes its cells by (OWASP's CSV injection rule), in Python and SQL."""
+"""accounts.csvsafe: the one rule every CSV export writes its cells by (OWASP's CSV injection rule), in Python and
+SQL."""
 
 import csv
 import datetime as dt
@@ -7,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from portal.csvsafe import FORMULA_STARTS, SafeWriter, safe_cell, safe_row, safe_text, unescape
+from accounts.csvsafe import FORMULA_STARTS, SafeWriter, safe_cell, safe_row, safe_text, unescape
 
 
 @pytest.mark.parametrize(
@@ -46,7 +47,7 @@ def test_the_writer_escapes_every_cell_of_every_row():
 @pytest.mark.django_db
 @pytest.mark.postgresql_only  # the COPY export's expression: PostgreSQL's ascii()
 def test_the_database_applies_the_same_rule():
-    from portal.accounts.models import User
+    from accounts.models import User
 
     samples = [*(start + "x" for start in FORMULA_STARTS), "plain", "", "'=x"]
     for n, text in enumerate(samples):

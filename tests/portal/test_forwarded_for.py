@@ -18,14 +18,14 @@ import httpx
 import pytest
 import yaml
 
-from portal.bench.kit import free_port, setup_database, stop_all, wait_up
+from bench.kit import free_port, setup_database, stop_all, wait_up
 from tests.deploy.render import find, render
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 USERS = """
 import json
-from portal.accounts.models import User
+from accounts.models import User
 ada = User.objects.create(username="ada")
 ada.set_password("the-right-password-42")
 ada.save()

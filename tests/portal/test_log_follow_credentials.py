@@ -16,10 +16,10 @@ from django.test import Client
 from django.utils import timezone
 
 import jobs.backends.local
+from accounts.services import sessions_end_everywhere, token_create, token_revoke
 from jobs.backends.base import LogPage
 from jobs.backends.local import LocalJobs
 from jobs.models import JobState
-from portal.accounts.services import sessions_end_everywhere, token_create, token_revoke
 from portal.asgi import application
 from tests.factories import PASSWORD, UserFactory
 from tests.jobs.factories import JobFactory

@@ -10,9 +10,9 @@ import json
 import pytest
 from django.utils import timezone
 
+from accounts.models import Notice
 from jobs.models import Job
 from labs.models import Reservation
-from portal.accounts.models import Notice
 from tests.factories import PASSWORD, NodeFactory, UserFactory
 from tests.jobs.factories import IMAGE, DatasetFactory, ImageRuleFactory
 

@@ -3,8 +3,8 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from accounts.models import Role
 from labs.models import AllocationKind
-from portal.accounts.models import Role
 from tests.factories import AllocationFactory, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -2,8 +2,8 @@
 
 import pytest
 
-from portal.accounts.models import Notice
-from portal.accounts.services import notice_send
+from accounts.models import Notice
+from accounts.services import notice_send
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from django.test import Client, override_settings
 from jwcrypto import jwk, jwt
 from oauth2_provider.models import AccessToken, Application, Grant
 
-from portal.accounts.models import User
+from accounts.models import User
 from portal.oauth.keys import oidc_rsa_private_key
 from portal.oauth.services import hub_client_sync
 from tests.factories import PASSWORD, UserFactory

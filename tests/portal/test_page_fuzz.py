@@ -17,9 +17,9 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from django.utils import timezone
 
+from accounts.models import Notice, User
 from jobs.models import Job
 from labs.models import NotebookProfile, NotebookSession, Reservation
-from portal.accounts.models import Notice, User
 from tests.conftest import ROLES
 from tests.factories import UserFactory
 from tests.jobs.factories import ImageRuleFactory, JobFactory, lab

@@ -1,9 +1,9 @@
 import pytest
 
+from accounts.models import ApiToken
 from labs.inventory import demo_specs
 from labs.models import Node
 from labs.services import inventory_sync
-from portal.accounts.models import ApiToken
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -39,7 +39,7 @@ def test_run_periodic_runs_the_nightly_sign_in_sync_of_a_crontab(settings, capsy
     from portal.web.management.commands.run_periodic import _seconds_to_next
 
     settings.CELERY_BEAT_SCHEDULE = {
-        "signin-sync": {"task": "portal.accounts.tasks.signin_sync", "schedule": crontab(hour=3, minute=15)}
+        "signin-sync": {"task": "accounts.tasks.signin_sync", "schedule": crontab(hour=3, minute=15)}
     }
     call_command("run_periodic", "--once")
     assert "signin-sync: {'synced': 0, 'gone': 0, 'failed': 0}" in capsys.readouterr().out

@@ -13,12 +13,12 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.errors import RateLimited
+from accounts.ratelimit import rate_limit_hit
+from accounts.services import token_issue
 from jobs.models import Job
 from jobs.services import job_submit
 from labs.models import NotebookProfile, NotebookSession, Reservation
-from portal.accounts.ratelimit import rate_limit_hit
-from portal.accounts.services import token_issue
-from portal.errors import RateLimited
 from tests.factories import PASSWORD, UserFactory
 from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
 
@@ -281,7 +281,7 @@ def test_the_cache_being_down_lets_presses_through_with_a_log_line_and_never_a_5
     settings.RATE_LIMIT_CACHE = "down"
     settings.RATE_LIMIT_JOB_SUBMIT = 1
     client = api_for(person("student", "ada"))
-    with caplog.at_level(logging.WARNING, logger="portal.accounts.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="accounts.ratelimit"):
         codes = [client.post("/api/v1/jobs/", JOB, format="json").status_code for _ in range(2)]
     assert codes == [201, 201]  # over the limit of 1, let through
     assert "rate limit job_submit" in caplog.text and "not checked, let through" in caplog.text

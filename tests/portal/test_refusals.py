@@ -1,5 +1,5 @@
 """One answer per refusal: what the caller may not see is 404 on the page and in the API alike; what they may see but
-not do is 403 on both, with the rule's one sentence (portal/accounts/permissions.py)."""
+not do is 403 on both, with the rule's one sentence (accounts/permissions.py)."""
 
 import datetime as dt
 import html
@@ -9,12 +9,12 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts import permissions
+from accounts.models import Notice
+from accounts.services import notice_send, token_issue
 from jobs.models import Job
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus, Reservation
 from labs.reservations.services import NodeRequest, reservation_create
-from portal.accounts import permissions
-from portal.accounts.models import Notice
-from portal.accounts.services import notice_send, token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 from tests.jobs.factories import JobFactory
 

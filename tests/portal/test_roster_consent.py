@@ -1,5 +1,5 @@
 """A roster cannot capture people: a teacher's import asks someone who already has an account, and only their answer
-enrols them (portal/accounts/rosters.py, invitations.py; the page /invitations/<id>/).
+enrols them (accounts/rosters.py, invitations.py; the page /invitations/<id>/).
 
 DL-101 is taught by ada. dot is a student of CV-201 (taught by eve) with an account of her own; cy is another student;
 root is an admin. eli is not known to the portal yet.
@@ -17,9 +17,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from portal.accounts.invitations import invitation_accept, invitation_create
-from portal.accounts.models import Enrollment, Notice, RosterInvitation, User
-from portal.accounts.services import token_issue
+from accounts.invitations import invitation_accept, invitation_create
+from accounts.models import Enrollment, Notice, RosterInvitation, User
+from accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from portal.accounts.models import User
+from accounts.models import User
 from tests.factories import PASSWORD, CourseFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +54,7 @@ def test_a_roster_invites_by_smtp_and_the_link_signs_in_once(
 def test_a_roster_of_many_new_people_sends_their_invitations_over_one_connection(
     smtp_server, django_capture_on_commit_callbacks
 ):
-    from portal.accounts.rosters import roster_commit
+    from accounts.rosters import roster_commit
 
     ada = UserFactory(username="ada", role="teacher")
     course = CourseFactory(code="DL-101")

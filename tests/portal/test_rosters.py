@@ -19,9 +19,9 @@ from django.utils import timezone
 from django.utils.html import escape
 from rest_framework.test import APIClient
 
-from portal.accounts.invitations import invitation_create
-from portal.accounts.models import CourseRole, Enrollment, Notice, RosterInvitation, User
-from portal.accounts.services import token_issue
+from accounts.invitations import invitation_create
+from accounts.models import CourseRole, Enrollment, Notice, RosterInvitation, User
+from accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 from oauth2_provider.models import AccessToken, RefreshToken
 
-from portal.accounts.services import token_issue
+from accounts.services import token_issue
 from tests.factories import PASSWORD, UserFactory
 from tests.portal.test_oauth import hub_login, userinfo
 
@@ -142,8 +142,8 @@ def test_sign_out_everywhere_ends_the_api_tokens_a_browser_session_made(role, us
 def test_a_token_made_in_a_session_of_an_earlier_generation_is_refused_even_unrevoked(user_of_role):
     """The generation a session-made token records is checked too: a sign-out everywhere that left such a token
     unrevoked (say, made in the instant between) still ends it."""
-    from portal.accounts.models import ApiToken
-    from portal.accounts.services import sessions_end_everywhere
+    from accounts.models import ApiToken
+    from accounts.services import sessions_end_everywhere
 
     ada = user_of_role("student")
     key = signed_in(ada).post("/account/", {"name": "between"}).context["new_key"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import envbool, envchoice, envint, envlist, envmonthdays
+from accounts.env import envbool, envchoice, envint, envlist, envmonthdays
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from portal.accounts.models import Enrollment, ExternalIdentity, MembershipSource, Role, RoleSource, User
-from portal.accounts.tasks import signin_sync
+from accounts.models import Enrollment, ExternalIdentity, MembershipSource, Role, RoleSource, User
+from accounts.tasks import signin_sync
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.fakes.slapd import ADMIN_DN, ADMIN_PASSWORD, SUFFIX, Slapd
 
@@ -167,7 +167,7 @@ def test_a_local_account_whose_name_differs_only_in_case_is_never_taken_over(cli
 def test_an_account_made_in_another_case_during_the_first_sign_in_is_refused_not_doubled(
     client, slapd, dl101, monkeypatch
 ):
-    from portal.accounts.signin.ldap import PortalLDAPBackend
+    from accounts.signin.ldap import PortalLDAPBackend
 
     UserFactory(username="Lena")  # made by a roster import just after the sign-in looked for the name
 

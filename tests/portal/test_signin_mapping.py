@@ -1,4 +1,4 @@
-"""The group mapping (portal/accounts/signin): its settings' format, and what one application of a person's groups
+"""The group mapping (accounts/signin): its settings' format, and what one application of a person's groups
 adds and removes — only its own, never what an admin or a roster gave."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.accounts.models import CourseRole, Enrollment, MembershipSource, Role, RoleSource, TeachingSource
-from portal.accounts.signin.mapping import map_groups, parse_course_patterns, parse_role_groups
-from portal.accounts.signin.services import signin_groups_apply
+from accounts.models import CourseRole, Enrollment, MembershipSource, Role, RoleSource, TeachingSource
+from accounts.signin.mapping import map_groups, parse_course_patterns, parse_role_groups
+from accounts.signin.services import signin_groups_apply
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -182,8 +182,8 @@ def test_two_first_sign_ins_at_once_make_one_account_and_two_people_two():
 
     from django.db import connection
 
-    from portal.accounts.models import ExternalIdentity, User
-    from portal.accounts.signin.services import external_identity_sign_in
+    from accounts.models import ExternalIdentity, User
+    from accounts.signin.services import external_identity_sign_in
 
     def race(subjects):
         barrier = threading.Barrier(len(subjects))

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from portal.accounts.models import Enrollment, ExternalIdentity, MembershipSource, Role, RoleSource, User
+from accounts.models import Enrollment, ExternalIdentity, MembershipSource, Role, RoleSource, User
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.fakes.oidc_idp import MockIdP
 
@@ -303,7 +303,7 @@ def test_a_full_width_claim_is_the_plain_name_and_never_a_look_alike_account(cli
 
 
 def test_a_name_taken_in_another_case_between_the_check_and_the_save_gets_the_next_free_one(client, idp, monkeypatch):
-    from portal.accounts.signin import services
+    from accounts.signin import services
 
     UserFactory(username="STUDENT2")  # made by a roster import just after the sign-in looked for a free name
     stale = ["student2"]  # what that look found

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from portal.accounts.models import ExternalIdentity, User
+from accounts.models import ExternalIdentity, User
 from tests.fakes.oidc_idp import CraftedIdP
 
 pytestmark = pytest.mark.django_db

@@ -15,16 +15,16 @@ from django.utils import timezone
 from django.utils.html import escape
 from rest_framework.test import APIClient
 
-from labs.models import NotebookSession, NotebookStatus
-from portal.accounts.models import CourseRole, Enrollment, Notice
-from portal.accounts.permissions import (
+from accounts.models import CourseRole, Enrollment, Notice
+from accounts.permissions import (
     COURSE_NOTEBOOKS_STAFF_ONLY,
     PROFILES_STAFF_ONLY,
     RESERVATIONS_STAFF_ONLY,
     ROSTERS_TEACHERS_ONLY,
 )
-from portal.accounts.selectors import courses_staffed_by
-from portal.accounts.services import token_issue
+from accounts.selectors import courses_staffed_by
+from accounts.services import token_issue
+from labs.models import NotebookSession, NotebookStatus
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, UserFactory
 from tests.notebooks.test_pages import make_profile, make_session
 
@@ -59,7 +59,7 @@ def as_tina(client):
 
 
 def api_as(username: str) -> APIClient:
-    from portal.accounts.models import User
+    from accounts.models import User
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=User.objects.get(username=username))}")

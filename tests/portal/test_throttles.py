@@ -13,7 +13,7 @@ from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle, SimpleRateThrottle, UserRateThrottle
 
-from portal.addresses import parse_proxies
+from accounts.addresses import parse_proxies
 from portal.api.views import TokenApi
 from tests.factories import PASSWORD, UserFactory
 

@@ -1,4 +1,4 @@
-"""One person, one name: user names are the same whatever their case (portal/accounts/usernames.py, the constraint of
+"""One person, one name: user names are the same whatever their case (accounts/usernames.py, the constraint of
 migration 0008), on every path that names a person: the database, the model's validation, the migration that adds
 the rule, password sign-in and its lockout, `portal_user`, the admin console's forms and rosters.
 
@@ -20,9 +20,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from rest_framework.test import APIClient
 
-from portal.accounts.models import Enrollment, RosterInvitation, User
-from portal.accounts.services import token_issue
-from portal.accounts.usernames import username_taken_sentence
+from accounts.models import Enrollment, RosterInvitation, User
+from accounts.services import token_issue
+from accounts.usernames import username_taken_sentence
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

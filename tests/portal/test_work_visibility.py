@@ -1,4 +1,4 @@
-"""Who sees whose work, per course and term (portal.accounts.selectors.work_visible_to), through every door: the jobs
+"""Who sees whose work, per course and term (accounts.selectors.work_visible_to), through every door: the jobs
 list, page, API, logs (plain and followed, under WSGI and the ASGI follower), the notebooks pages and API, the usage
 API, its CSV and the course page's CSV.
 
@@ -24,10 +24,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.models import User
+from accounts.services import token_issue
 from jobs.models import JobState
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
-from portal.accounts.models import User
-from portal.accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
 from tests.jobs.factories import JobFactory, local_backend_fixture  # noqa: F401
 

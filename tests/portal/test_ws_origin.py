@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.utils import timezone
 
-from portal.accounts.models import ApiToken
+from accounts.models import ApiToken
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 from tests.labs.telemetry.test_websocket import connect, lab, session_headers, token_headers  # noqa: F401  (fixture)
 

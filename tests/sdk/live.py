@@ -2,7 +2,7 @@
 
 As production runs it (DEBUG off, made-up secrets, SINGLE_MACHINE_LAB): uvicorn with portal.asgi, a Celery worker and
 beat on the test Redis, the telemetry collector with the simulator, JupyterHub with the echo spawner; jobs run on the
-local backend in the bubblewrap sandbox. Its database is a throwaway one of its own (portal/bench/kit.py makes and
+local backend in the bubblewrap sandbox. Its database is a throwaway one of its own (bench/kit.py makes and
 drops it), so the tests' own
 database and its flushes never touch it; the tests speak to it only over HTTP and the WebSocket, as users do.
 """
@@ -21,8 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from labs.notebooks.localhub import LocalHub
-from portal.bench.kit import (
+from bench.kit import (
     ROOT,
     free_port,
     setup_database,
@@ -32,6 +31,7 @@ from portal.bench.kit import (
     throwaway_secrets,
     wait_up,
 )
+from labs.notebooks.localhub import LocalHub
 
 SETUP = """
 import datetime as dt, json
@@ -39,8 +39,8 @@ from decimal import Decimal
 from labs.inventory import demo_specs
 from labs.models import NotebookProfile
 from labs.services import inventory_sync
-from portal.accounts.models import Course, Enrollment, Quota, Role, User
-from portal.accounts.services import token_issue
+from accounts.models import Course, Enrollment, Quota, Role, User
+from accounts.services import token_issue
 
 inventory_sync(specs=demo_specs(4), source="sdk-tests")
 course = Course.objects.create(code="SDK-101", name="Terminals", term_start=dt.date(2000, 1, 1),

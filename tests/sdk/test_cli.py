@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from portal.bench.kit import free_port
+from bench.kit import free_port
 from tests.sdk.conftest import one_line_error
 
 pytestmark = pytest.mark.postgresql_only

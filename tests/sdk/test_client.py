@@ -192,7 +192,7 @@ def test_the_config_comes_from_arguments_then_environment_then_the_file(portal, 
 
 
 def test_a_portal_that_is_down_is_a_connection_error(portal):
-    from portal.bench.kit import free_port
+    from bench.kit import free_port
 
     with (
         pytest.raises(gpulab.ConnectionFailed, match="Cannot reach"),

@@ -11,7 +11,7 @@ import httpx
 import psycopg
 import pytest
 
-from portal.bench.kit import process_tree
+from bench.kit import process_tree
 
 pytestmark = pytest.mark.postgresql_only
 
@@ -154,8 +154,8 @@ import json
 from importlib import import_module
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from portal.accounts.models import Course, CourseRole, Enrollment, Role, User
-from portal.accounts.services import token_issue
+from accounts.models import Course, CourseRole, Enrollment, Role, User
+from accounts.services import token_issue
 
 other = Course.objects.create(code="SDK-202", name="Elsewhere", term_start="2000-01-01", term_end="2999-01-01")
 tara = User.objects.create(username="tara", role=Role.STUDENT)
@@ -255,8 +255,8 @@ def test_the_last_follow_value_counts_as_the_view_reads_it(portal, done):
 
 REVOCABLE = """
 import json
-from portal.accounts.models import User
-from portal.accounts.services import token_create
+from accounts.models import User
+from accounts.services import token_create
 token, key = token_create(user=User.objects.get(username="ada"), name="to be revoked")
 print(json.dumps({"id": token.pk, "key": key}))
 """
@@ -272,7 +272,7 @@ def test_revoking_the_token_ends_the_log_it_follows_and_resuming_says_why(portal
             lines = r.iter_lines()
             assert next(lines) == "line 0"
             portal.shell(
-                "from portal.accounts.models import User\nfrom portal.accounts.services import token_revoke\n"
+                "from accounts.models import User\nfrom accounts.services import token_revoke\n"
                 f"token_revoke(user=User.objects.get(username='ada'), token_id={token['id']})\nprint('{{}}')"
             )
             received = 1 + sum(1 for _ in lines)  # the stream ends within CREDENTIAL_RECHECK_S, not with the job

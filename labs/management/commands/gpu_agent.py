@@ -5,8 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import BackendError
 from labs.telemetry import http
-from portal.errors import BackendError
 
 log = logging.getLogger("labs.telemetry")
 

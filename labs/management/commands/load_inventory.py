@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.errors import BackendError
 from labs.backends.inventory import KubernetesInventory, LocalInventory
 from labs.inventory import InventoryError
 from labs.services import inventory_sync
-from portal.errors import BackendError
 
 
 class Command(BaseCommand):

@@ -6,14 +6,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.errors import PortalError
+from accounts.models import Course, CourseRole, Quota, Role, User
+from accounts.services import course_upsert, enrollment_set, user_upsert
 from labs.budgets.services import budget_create
 from labs.inventory import demo_specs
 from labs.models import Budget, NotebookProfile, Reservation
 from labs.reservations.services import NodeRequest, reservation_create
 from labs.services import inventory_sync
-from portal.accounts.models import Course, CourseRole, Quota, Role, User
-from portal.accounts.services import course_upsert, enrollment_set, user_upsert
-from portal.errors import PortalError
 
 DEMO_USERS = [
     # username, role, courses

@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.models import Notice
 from labs.budgets.alerts import budgets_check
 from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close
 from labs.models import Budget, BudgetAlert, GpuMinute
-from portal.accounts.models import Notice
 from tests.labs.budgets.conftest import held, local
 from tests.mail import SmtpServer
 

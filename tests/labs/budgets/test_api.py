@@ -11,8 +11,8 @@ from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from accounts.services import token_issue
 from labs.models import Allocation, Budget
-from portal.accounts.services import token_issue
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 from tests.labs.budgets.conftest import held, local
 

@@ -9,6 +9,9 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.models import Notice
+from accounts.selectors import effective_quota
+from accounts.services import token_issue
 from jobs.models import Job
 from labs.models import (
     Budget,
@@ -19,9 +22,6 @@ from labs.models import (
     ReservationNode,
     ReservationStatus,
 )
-from portal.accounts.models import Notice
-from portal.accounts.selectors import effective_quota
-from portal.accounts.services import token_issue
 from tests.factories import PASSWORD
 from tests.jobs.factories import IMAGE, JOB_FORM, ImageRuleFactory, lab
 from tests.labs.budgets.conftest import held, local

@@ -8,9 +8,9 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.models import Quota
+from accounts.services import token_issue
 from labs.models import Reservation, ReservationNode
-from portal.accounts.models import Quota
-from portal.accounts.services import token_issue
 from tests.factories import CourseFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from accounts.models import Quota
 from labs.models import Reservation
 from labs.reservations.services import NodeRequest, reservation_create
-from portal.accounts.models import Quota
 from tests.factories import PASSWORD, CourseFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,11 +8,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from accounts.errors import InvalidInput, NotPermitted, QuotaExceeded
+from accounts.models import Quota
 from labs.models import Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import ReservationConflict
 from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create
-from portal.accounts.models import Quota
-from portal.errors import InvalidInput, NotPermitted, QuotaExceeded
 from tests.factories import CourseFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

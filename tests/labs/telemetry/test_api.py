@@ -75,7 +75,7 @@ def test_gpus_api_is_read_only(api_as, lab, method):
 
 @pytest.mark.django_db(transaction=True)
 def test_holders_in_the_api_follow_the_viewer(api, lab):
-    from portal.accounts.services import token_issue
+    from accounts.services import token_issue
 
     student, other = UserFactory(username="sofia"), UserFactory(username="omar")
     teacher = UserFactory(username="tess", role="teacher")

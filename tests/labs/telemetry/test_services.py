@@ -4,6 +4,7 @@ import logging
 
 import pytest
 
+from accounts.errors import InvalidInput, NotPermitted
 from labs.inventory import demo_specs
 from labs.models import Node
 from labs.services import inventory_sync
@@ -11,7 +12,6 @@ from labs.telemetry import store
 from labs.telemetry.agents import agent_token_issue
 from labs.telemetry.samples import GpuSample, problem_with
 from labs.telemetry.services import agent_push
-from portal.errors import InvalidInput, NotPermitted
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db

@@ -12,6 +12,7 @@ from asgiref.testing import ApplicationCommunicator
 from channels.db import database_sync_to_async
 from django.test import Client
 
+from accounts.services import token_issue
 from labs.inventory import demo_specs
 from labs.models import Node
 from labs.services import inventory_sync
@@ -19,7 +20,6 @@ from labs.telemetry.collector import Collector
 from labs.telemetry.health import HealthWatch
 from labs.telemetry.simulator import GpuSimulator
 from labs.telemetry.sources import SimulatorSource
-from portal.accounts.services import token_issue
 from portal.asgi import application
 from tests.factories import PASSWORD, AllocationFactory, CourseFactory, EnrollmentFactory, UserFactory
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)

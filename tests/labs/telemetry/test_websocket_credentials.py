@@ -7,8 +7,8 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.test import Client
 
-from portal.accounts.models import ApiToken
-from portal.accounts.services import token_create
+from accounts.models import ApiToken
+from accounts.services import token_create
 from tests.factories import PASSWORD
 from tests.labs.telemetry import test_websocket
 from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
@@ -116,7 +116,7 @@ def test_revoking_the_token_closes_the_socket_it_opened_and_says_why(lab):
     _, other_token = token_socket_headers(lab["other"])  # the same person's other token stays
 
     def revoke():
-        from portal.accounts.services import token_revoke
+        from accounts.services import token_revoke
 
         token_revoke(user=lab["other"], token_id=token.pk)
 

@@ -9,7 +9,7 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from portal.accounts.services import token_issue
+from accounts.services import token_issue
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

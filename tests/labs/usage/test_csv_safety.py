@@ -1,5 +1,5 @@
 """Every usage CSV is safe to open in a spreadsheet: text that would run as a formula (`=HYPERLINK(...)` in a title,
-a username starting with `-`, `+` or `@`) comes with a `'` in front; numbers stay numbers (portal.csvsafe)."""
+a username starting with `-`, `+` or `@`) comes with a `'` in front; numbers stay numbers (accounts.csvsafe)."""
 
 from __future__ import annotations
 

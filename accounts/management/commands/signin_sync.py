@@ -1,0 +1,23 @@
+import json
+
+from django.core.management.base import BaseCommand
+
+from accounts.signin.ldap import ldap_enabled, ldap_sync_all
+
+
+class Command(BaseCommand):
+    help = "Apply the LDAP directory's groups again to everyone who signs in through it (what beat runs nightly)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+
+    def handle(self, *args, **options):
+        if not ldap_enabled():
+            self.stderr.write("LDAP_SERVER_URI is not set: nothing to sync.")
+        counts = ldap_sync_all()
+        if options["json"]:
+            self.stdout.write(json.dumps(counts))
+        else:
+            self.stdout.write(
+                f"{counts['synced']} synced, {counts['gone']} gone from the directory, {counts['failed']} failed"
+            )

@@ -1,0 +1,201 @@
+"""python manage.py bench_usage --allocations 2000000 --database-url postgresql://127.0.0.1:5432/postgres [--json]
+
+Makes a throwaway PostgreSQL database on the server --database-url names (created and dropped), migrates it, and
+fills it fast (generate_series in one INSERT each) with a year of ledger entries (notebooks and jobs, shares of 1,
+1/2 and 1/4, 10 min to 6 h each, a few still open) on 40 nodes for 2,000 people in 60 courses, and one efficiency row
+per entry. Then, in a `manage.py shell` on that database, as the portal reads it (labs.usage.selectors):
+
+- the admin's lab report for one term (February to July) grouped by course, by user and by day: p50/p95 of --runs;
+- the CSV export of every entry of the term as the API serves it on PostgreSQL (the header, then the chunks of
+  `COPY (...) TO STDOUT`, labs.usage.accounting.entries_copy): first data byte, rows/s, and the process's RSS before
+  and at its peak (constant memory: the peak does not grow with the rows);
+- with --plans, EXPLAIN (ANALYZE, BUFFERS) of each query, printed.
+
+Goals (issue 13): each report p95 < 300 ms; CSV first byte < 500 ms, >= 100,000 rows/s, constant memory.
+The plans that got there and the figures measured are in bench/USAGE_PLANS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from bench.kit import ROOT, setup_database, shell_json, throwaway_postgres, throwaway_secrets
+
+SETUP = r"""
+import json, os
+from django.db import connection
+from labs.inventory import demo_specs
+from labs.services import inventory_sync
+from accounts.models import Course, User
+
+n = int(os.environ["BENCH_ALLOCATIONS"])
+inventory_sync(specs=demo_specs(40), source="demo")
+User.objects.create_user("bench-admin", password="bench-admin-pw", role="admin")
+User.objects.bulk_create([User(username=f"p{i:04d}", role="student") for i in range(2000)], batch_size=1000)
+Course.objects.bulk_create([
+    Course(code=f"C-{i:02d}", name=f"Course {i}", term_start="2025-08-01", term_end="2026-07-31") for i in range(60)
+])
+with connection.cursor() as c:
+    c.execute("SET synchronous_commit = off")
+    c.execute('''
+        INSERT INTO accounts_enrollment (user_id, course_id, enrolled_at, role, source)
+        SELECT u.id, (SELECT array_agg(id ORDER BY id) FROM accounts_course)[1 + (u.id % 60)], now(), 'student',
+               'manual'
+        FROM accounts_user u WHERE u.username LIKE 'p%'
+    ''')
+    c.execute('''
+        WITH g AS (SELECT array_agg(id ORDER BY id) AS ids FROM labs_gpu),
+             u AS (SELECT array_agg(id ORDER BY id) AS ids FROM accounts_user WHERE username LIKE 'p%%'),
+             k AS (SELECT array_agg(id ORDER BY id) AS ids FROM accounts_course)
+        INSERT INTO labs_allocation (user_id, course_id, kind, ref, gpu_id, share, starts_at, ends_at, reason)
+        SELECT u.ids[(1 + (i * 7919) %% 2000)::int],
+               CASE WHEN i %% 10 < 3 THEN NULL ELSE k.ids[(1 + ((i * 7919) %% 2000) %% 60)::int] END,
+               CASE WHEN i %% 3 = 0 THEN 'job' ELSE 'notebook' END,
+               CASE WHEN i %% 3 = 0 THEN 'job:' || i || '#1' ELSE 'notebook:' || i END,
+               g.ids[(1 + i %% 40)::int],
+               CASE i %% 4 WHEN 0 THEN 0.25 WHEN 1 THEN 0.5 ELSE 1 END,
+               s.at,
+               CASE WHEN i > %s - 20 THEN NULL ELSE s.at + ((10 + (i * 104729) %% 350) * interval '1 minute') END,
+               ''
+        FROM generate_series(1::bigint, %s) AS i, g, u, k,
+             LATERAL (SELECT timestamptz '2025-08-01 00:00+00' + (i::float8 / %s) * interval '365 days' AS at) s
+    ''', [n, n, n])
+    c.execute('''
+        INSERT INTO labs_holderefficiency (holder_kind, holder_ref, holder_id, attempt, user_id, course_id, node_id,
+            started_at, ended_at, gpu_hours, mean_util_pct, p95_util_pct, peak_mem_mb, energy_wh, idle_gpu_hours,
+            telemetry_minutes, computed_at)
+        SELECT a.kind, a.ref, a.id, NULL, a.user_id, a.course_id, g.node_id, a.starts_at, a.ends_at,
+               a.share * EXTRACT(EPOCH FROM (coalesce(a.ends_at, now()) - a.starts_at)) / 3600,
+               (a.id::bigint * 37) % 100, LEAST(100, (a.id::bigint * 37) % 100 + 10), 1000 + (a.id % 20000), a.id % 900,
+               CASE WHEN (a.id::bigint * 37) % 100 < 5 THEN a.share * EXTRACT(EPOCH FROM (coalesce(a.ends_at, now())
+                    - a.starts_at)) / 3600 ELSE 0 END,
+               60, now()
+        FROM labs_allocation a JOIN labs_gpu g ON g.id = a.gpu_id
+    ''')
+    c.execute("ANALYZE")
+    c.execute("SELECT count(*) FROM labs_allocation")
+    print(json.dumps({"allocations": c.fetchone()[0]}))
+"""
+
+MEASURE = r"""
+import datetime as dt, json, os, statistics, time
+from django.db import connection
+from labs.models import Allocation
+from labs.usage import accounting, csvstream
+from labs.usage.accounting import Window
+from labs.usage.api import ENTRY_HEADER
+from labs.usage.selectors import Scope, allocations_in_scope, usage_entries_csv, usage_report
+from accounts.models import User
+
+runs, plans = int(os.environ["BENCH_RUNS"]), os.environ["BENCH_PLANS"] == "1"
+UTC = dt.timezone.utc
+window = Window(start=dt.datetime(2026, 1, 31, 23, tzinfo=UTC), end=dt.datetime(2026, 7, 31, 22, tzinfo=UTC),
+                now=dt.datetime(2026, 8, 1, tzinfo=UTC))
+admin = User.objects.get(username="bench-admin")
+scope = Scope(viewer=admin)
+
+def rss_mb():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
+
+out = {"reports": {}}
+for group in ("course", "user", "day"):
+    usage_report(scope, window, group)  # warm
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        rows = usage_report(scope, window, group)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    out["reports"][group] = {"rows": len(rows), "p50_ms": round(statistics.median(times), 1),
+                             "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
+
+rss_start = rss_peak = rss_mb()
+start = time.perf_counter()
+first = None
+count = size = 0
+# As GET /api/v1/usage/?group_by=entry&format=csv serves it on PostgreSQL: the header, then COPY's chunks.
+for chunk in csvstream.csv_chunks(ENTRY_HEADER, None, usage_entries_csv(scope, window)):
+    if first is None and size:
+        first = (time.perf_counter() - start) * 1000
+    count += chunk.count(b"\n")
+    size += len(chunk)
+    if count % 50000 < 200:
+        rss_peak = max(rss_peak, rss_mb())
+elapsed = time.perf_counter() - start
+rss_peak = max(rss_peak, rss_mb())
+count -= 1  # the header
+out["csv"] = {"rows": count, "mb": round(size / 2**20, 1), "first_byte_ms": round(first or 0, 1),
+              "rows_per_s": round(count / elapsed) if elapsed else 0, "seconds": round(elapsed, 2),
+              "rss_mb_start": round(rss_start, 1), "rss_mb_peak": round(rss_peak, 1)}
+
+if plans:
+    use = allocations_in_scope(scope)
+    texts = {}
+    def explain(name, sql, params):
+        with connection.cursor() as cursor:
+            cursor.execute("SET jit = off")  # as the reports run (labs.usage.accounting._no_jit)
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            texts[name] = "\n".join(row[0] for row in cursor.fetchall())
+    for group in ("course", "user"):
+        field = accounting.KEY_GROUPS[group]
+        query = accounting.in_window(use, window).order_by().values(field).annotate(held=accounting._weighted(window))
+        explain(group, *query.query.sql_with_params())
+    explain("day", *accounting.buckets_sql(use, window, accounting.bucket_edges(window, "day")))
+    inside = use.filter(starts_at__gte=window.start, starts_at__lt=window.until)
+    page = inside.order_by("starts_at", "id").values_list(*accounting.ENTRY_COLUMNS)
+    explain("csv_page", *page[:10000].query.sql_with_params())
+    out["plans"] = texts
+print(json.dumps(out))
+"""
+
+
+class Command(BaseCommand):
+    help = "Time the usage reports and the CSV export on a year of ledger entries in a throwaway PostgreSQL database."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--allocations", type=int, default=2_000_000, help="Ledger entries over one year.")
+        parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/postgres",
+                            help="A PostgreSQL server (a database is made there and dropped).")  # fmt: skip
+        parser.add_argument("--runs", type=int, default=7, help="Timed runs of each report.")
+        parser.add_argument("--plans", action="store_true", help="Print EXPLAIN ANALYZE of each query.")
+        parser.add_argument("--json", action="store_true", help="Print one JSON object instead of the figures.")
+
+    def handle(self, *args, **options):
+        if options["allocations"] < 100 or options["runs"] < 1:
+            raise CommandError("--allocations must be at least 100 and --runs at least 1.")
+        if not options["database_url"].startswith(("postgres://", "postgresql://")):
+            raise CommandError("--database-url must be a PostgreSQL URL.")
+        with throwaway_postgres(options["database_url"], "bench_usage") as url:
+            env = {**os.environ, **throwaway_secrets(), "DATABASE_URL": url, "DEBUG": "0", "PYTHONPATH": str(ROOT)}
+            for key in ("DJANGO_SETTINGS_MODULE", "PORTAL_TEST_DB"):
+                env.pop(key, None)
+            begun = time.monotonic()
+            filled = setup_database(env, SETUP, extra_env={"BENCH_ALLOCATIONS": str(options["allocations"])},
+                                    timeout=3600)  # fmt: skip
+            fill_s = round(time.monotonic() - begun, 1)
+            figures = shell_json(
+                env, MEASURE, timeout=3600, what="Measuring the usage reports",
+                extra_env={"BENCH_RUNS": str(options["runs"]), "BENCH_PLANS": "1" if options["plans"] else "0"},
+            )  # fmt: skip
+        figures.update(allocations=filled["allocations"], fill_s=fill_s)
+        if options["json"]:
+            self.stdout.write(json.dumps(figures))
+            return
+        plans = figures.pop("plans", {})
+        self.stdout.write(f"{figures['allocations']} ledger entries filled in {fill_s} s")
+        for group, report in figures["reports"].items():
+            self.stdout.write(f"lab report by {group}: {report['rows']} rows, p50 {report['p50_ms']} ms, "
+                              f"p95 {report['p95_ms']} ms")  # fmt: skip
+        csv_figures = figures["csv"]
+        self.stdout.write(
+            f"CSV export: {csv_figures['rows']} rows ({csv_figures['mb']} MB) in {csv_figures['seconds']} s, first "
+            f"byte {csv_figures['first_byte_ms']} ms, {csv_figures['rows_per_s']} rows/s, RSS "
+            f"{csv_figures['rss_mb_start']} -> {csv_figures['rss_mb_peak']} MB"
+        )
+        for name, text in plans.items():
+            self.stdout.write(f"\n-- plan: {name}\n{text}")

@@ -1,8 +1,0 @@
-from django.apps import AppConfig
-
-
-class BenchConfig(AppConfig):
-    """Only its management commands: the benchmarks the README runs, each with a smoke run in tests/bench/."""
-
-    name = "portal.bench"
-    label = "bench"
