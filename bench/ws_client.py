@@ -157,11 +157,18 @@ async def main() -> None:
     while stats.connected + stats.failed < clients and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     print(json.dumps({"event": "connected", "connected": stats.connected, "failed": stats.failed}), flush=True)
+    # The warm-up starts once every client has had its first update (the collector's first tick may take a while
+    # on a busy machine): a condition, not a guess of time.
+    deadline = time.monotonic() + 120
+    while sum(1 for n in stats.received if n) < stats.connected and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
     await asyncio.sleep(config.get("warmup_s", 5))
     stats.measuring = True
     print(json.dumps({"event": "measuring"}), flush=True)
-    while (await _stdin_line()).strip() not in ("stop", ""):
-        pass
+    # "count" asks how many latencies are measured so far (the runner measures until there are enough); "stop" ends.
+    while (line := (await _stdin_line()).strip()) not in ("stop", ""):
+        if line == "count":
+            print(json.dumps({"event": "count", "measured": len(stats.latencies_ms)}), flush=True)
     stats.measuring = False
     done.set()
     await asyncio.wait(tasks, timeout=30)

@@ -39,6 +39,9 @@ from bench.kit import (
     wait_up,
 )
 
+# How long past --duration-s the run waits for one measured update per client before it gives up.
+MORE_S = 120
+
 SETUP = """
 import datetime as dt, json, os
 from django.utils import timezone
@@ -175,6 +178,13 @@ class Command(BaseCommand):
         finally:
             stop_all(processes, logs, workdir, self._say)
 
+    @staticmethod
+    def _enough(client: subprocess.Popen, options: dict) -> bool:
+        """At least one measured update per client: on a busy machine the duration alone may measure none."""
+        client.stdin.write("count\n")
+        client.stdin.flush()
+        return client_event(client, "count")["measured"] >= options["clients"]
+
     def _measure(self, options, tokens, port, processes, rss_idle) -> dict:
         server = processes["server"]
         client = subprocess.Popen(  # noqa: S603 - this interpreter, our own client module
@@ -205,12 +215,14 @@ class Command(BaseCommand):
         client_cpu_start = cpu_s(client.pid)
         rss_series = [rss_start]
         self._say(f"==> measuring for {options['duration_s']} s (server RSS {rss_start} MB)")
-        while (elapsed := time.monotonic() - started) < options["duration_s"]:
-            time.sleep(min(10.0, options["duration_s"] - elapsed))
+        while (elapsed := time.monotonic() - started) < options["duration_s"] or not self._enough(client, options):
+            time.sleep(min(10.0, max(0.5, options["duration_s"] - elapsed)))
             if server.poll() is not None or client.poll() is not None:
                 raise CommandError("The server or the clients stopped during the run.")
             rss_series.append(rss_mb(server.pid))
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
+            if elapsed > options["duration_s"] + MORE_S:
+                raise CommandError(f"Fewer than one update per client arrived in {MORE_S} s past the duration.")
         rss_end, cpu, load_end = rss_mb(server.pid), cpu_s(server.pid) - cpu_start, os.getloadavg()[0]
         client_cpu = cpu_s(client.pid) - client_cpu_start
         measured_s = time.monotonic() - started
