@@ -1,7 +1,7 @@
 """The one place that sends the job queue's Celery tasks: services call these, never `jobs.tasks` itself.
 
 The names are the tasks' registered names (jobs/tasks.py declares them with these; in-flight messages and the
-beat schedule in portal/settings.py name them too, so they never change). A task is looked up by name in the
+beat schedule in portal/settings/workers.py name them too, so they never change). A task is looked up by name in the
 Celery app's registry and sent with `apply_async`, so CELERY_TASK_ALWAYS_EAGER (the tests, the embedded run)
 runs it in-process as before, where `send_task` would ignore that setting. A process that has not imported the
 task modules yet (a web process) imports them once, as a worker does at start, through Celery's autodiscovery.

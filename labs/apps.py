@@ -7,10 +7,13 @@ class LabsConfig(AppConfig):
 
     def ready(self) -> None:
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
+        from labs.budgets import checks as budgets_checks  # noqa: F401 - the start checks of the lab's settings
         from labs.budgets.receivers import on_holders_closed as budgets_on_holders_closed
+        from labs.notebooks import checks as notebooks_checks  # noqa: F401
         from labs.notebooks import reconcile as notebooks_reconcile  # noqa: F401 - the hub's reconcile steps
         from labs.notebooks.receivers import on_allocations_ended
         from labs.signals import allocations_ended, holders_closed
+        from labs.telemetry import checks as telemetry_checks  # noqa: F401
         from labs.usage.efficiency import on_holders_closed
 
         allocations_ended.connect(on_allocations_ended, dispatch_uid="labs.notebooks_stop_on_allocations_ended")

@@ -3,6 +3,8 @@ or API tokens, origin checked).
 
 The lifespan events start the embedded telemetry collector on the server's own event loop when
 there is no Redis (the in-memory channel layer lives in this process); with Redis it runs apart.
+
+uvicorn runs no system checks: the app refuses to load on a check error (settings that are wrong together).
 """
 
 import os
@@ -11,6 +13,10 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 django_asgi_app = get_asgi_application()
+
+from portal.checks import refuse_to_start_misconfigured  # noqa: E402  (needs Django set up first)
+
+refuse_to_start_misconfigured()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

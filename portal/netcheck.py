@@ -27,6 +27,8 @@ from collections.abc import Callable
 
 from django.utils.translation import gettext_lazy as _
 
+from accounts.env import parse_hostport
+
 ENFORCED = "enforced"
 NOT_ENFORCED = "not enforced"
 UNKNOWN = "unknown"
@@ -49,15 +51,7 @@ class Verdict:
         return self.state in (NOT_ENFORCED, UNKNOWN)
 
 
-def parse_address(value: str, *, name: str = "address") -> tuple[str, int] | None:
-    """'host:port' -> (host, port); empty -> None; anything else raises ValueError naming the problem."""
-    value = value.strip()
-    if not value:
-        return None
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{name} must be host:port (a port from 1 to 65535), got {value!r}")
-    return host.strip("[]"), int(port)
+parse_address = parse_hostport  # NETPOLICY_CANARY's reader (accounts.env) and this check read host:port alike
 
 
 def tcp_connect(host: str, port: int, timeout_s: float) -> None:

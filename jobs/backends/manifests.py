@@ -98,7 +98,7 @@ class ClusterConfig:
             scheduler_name=settings.JOBS_SCHEDULER_NAME,
             scratch_storage_class=settings.JOBS_SCRATCH_STORAGE_CLASS,
             bulk_storage_class=settings.JOBS_BULK_STORAGE_CLASS,
-            storage_limits=settings.JOBS_STORAGE_LIMITS,
+            storage_limits=cluster.parse_storage_limits(settings.JOBS_STORAGE_LIMITS),
             nccl_ib_disable=settings.JOBS_NCCL_IB_DISABLE,
             rdma_resource=settings.JOBS_RDMA_RESOURCE,
             ipc_lock=settings.JOBS_IPC_LOCK,

@@ -1,6 +1,6 @@
 """Usage's periodic task: refresh the efficiency rows of running holders and of holders that ended without one.
 
-Its name stays `labs.tasks.usage_efficiency_refresh`: the beat schedule (portal/settings.py) names it."""
+Its name stays `labs.tasks.usage_efficiency_refresh`: the beat schedule (portal/settings/workers.py) names it."""
 
 from celery import shared_task
 

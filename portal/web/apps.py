@@ -8,6 +8,7 @@ class WebConfig(AppConfig):
     verbose_name = "Pages"
 
     def ready(self) -> None:
+        from portal import checks as shell_checks  # noqa: F401 - the shell's start checks (settings)
         from portal.ops import check_metrics_token
 
         # Registered here, not where it is defined: the checks run before the URLconf (and ops) is imported. Here, in

@@ -94,7 +94,7 @@ def portal(tmp_path, settings):
     decoy = subprocess.Popen(  # noqa: S603 - a process of the portal's user with secrets in its environment
         [sys.executable, "-c", "import sys; sys.stdin.read()"], env=env, stdin=subprocess.PIPE
     )
-    files = [key, settings.BASE_DIR / "portal" / "settings.py", settings.VAR_DIR / "oidc_rsa_private.pem"]
+    files = [key, settings.BASE_DIR / "portal" / "settings" / "base.py", settings.VAR_DIR / "oidc_rsa_private.pem"]
     yield {"canary": canary, "database_url": database_url, "pid": decoy.pid, "files": [str(f) for f in files]}
     decoy.kill()
     decoy.wait()

@@ -143,7 +143,7 @@ def test_a_hostile_notebook_reads_no_secret_and_reaches_no_database(tmp_path):
         model = portal.wait(lambda: ready(portal, "gina", "nb61"), timeout=90, what="JupyterLab to be ready")
         token = admin("POST", "/users/gina/tokens", json={"note": "test"}).json()["token"]
         files = [
-            str(settings.BASE_DIR / "portal" / "settings.py"),
+            str(settings.BASE_DIR / "portal" / "settings" / "base.py"),
             str(settings.VAR_DIR / "oidc_rsa_private.pem"),
             str(own.data_dir / "jupyterhub.sqlite"),
             str(own.data_dir / "jupyterhub_cookie_secret"),

@@ -21,8 +21,8 @@ from jwcrypto import jwk, jwt
 from oauth2_provider.models import AccessToken, Application, Grant
 
 from accounts.models import User
-from portal.oauth.keys import oidc_rsa_private_key
 from portal.oauth.services import hub_client_sync
+from portal.settings.oidc_key import oidc_rsa_private_key
 from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,3 +1,8 @@
+"""The settings (portal/settings/): values read by the typed helpers of accounts/env.py, which stop the settings'
+import on a value they cannot read, and values that are wrong only together, which are system checks (tag
+"settings") that stop every process at its start: manage.py commands run them, and the ASGI and WSGI apps and
+Celery's workers and beat refuse to load on an error (portal.checks.refuse_to_start_misconfigured)."""
+
 import json
 import os
 import subprocess
@@ -5,9 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
-from accounts.env import envbool, envchoice, envint, envlist, envmonthdays
+from accounts.env import envbool, envchoice, envint, envintlist, envlist, envmatch, envmonthdays, envrate
+from portal.checks import refuse_to_start_misconfigured
+from tests.test_deploy import PRODUCTION_ENV
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -37,16 +45,36 @@ def test_bad_values_stop_the_start(monkeypatch, call, value):
         call()
 
 
-def _settings_in_subprocess(env: dict[str, str]) -> subprocess.CompletedProcess:
+def test_the_helpers_for_rates_patterns_and_lists_of_numbers(monkeypatch):
+    monkeypatch.setenv("X_RATE", " 5/hour ")
+    monkeypatch.setenv("X_LABEL", "lab-2")
+    monkeypatch.setenv("X_CODES", "13, 31")
+    assert envrate("X_RATE", "20/min") == "5/hour"
+    assert envmatch("X_LABEL", "default", r"[a-z0-9-]+", "must be a label.") == "lab-2"
+    assert envintlist("X_CODES", ["1"], what="Xid numbers") == [13, 31]
+    assert envintlist("X_UNSET", ["1", "2"]) == [1, 2]
+    monkeypatch.setenv("X_LABEL", "lab 2")
+    with pytest.raises(ImproperlyConfigured, match="^X_LABEL must be a label.$"):
+        envmatch("X_LABEL", "default", r"[a-z0-9-]+", "must be a label.")
+    monkeypatch.setenv("X_CODES", "13,thirty-one")
+    with pytest.raises(ImproperlyConfigured, match="^X_CODES must be a comma-separated list of Xid numbers.$"):
+        envintlist("X_CODES", ["1"], what="Xid numbers")
+
+
+def _settings_in_subprocess(env: dict[str, str], *, start: bool = False) -> subprocess.CompletedProcess:
+    """Import the settings (start=False) or start the WSGI app: Django set up, then the start checks."""
     base = {k: v for k, v in os.environ.items() if k not in ("JOBS_BACKEND", "HUB_SPAWNER", "SINGLE_MACHINE_LAB")}
+    base.pop("DJANGO_SETTINGS_MODULE", None)
     code = "import portal.settings as s; print(s.JOBS_BACKEND, s.HUB_SPAWNER)"
+    if start:
+        code = "import portal.wsgi; from django.conf import settings as s; print(s.JOBS_BACKEND, s.HUB_SPAWNER)"
     return subprocess.run(  # noqa: S603
         [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
     )
 
 
 def test_development_runs_jobs_and_notebooks_locally_by_default():
-    result = _settings_in_subprocess({"DEBUG": "true"})
+    result = _settings_in_subprocess({"DEBUG": "true"}, start=True)  # and the start checks pass
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["local", "local"]
 
@@ -67,10 +95,11 @@ def test_outside_debug_local_execution_needs_a_declared_single_machine_lab(name)
         "OIDC_RSA_PRIVATE_KEY": key.decode(),
         name: "local",
     }
-    result = _settings_in_subprocess(env)
+    result = _settings_in_subprocess(env, start=True)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and f"{name}=local runs students' code" in result.stderr
-    result = _settings_in_subprocess({**env, "SINGLE_MACHINE_LAB": "true"})
+    assert "(jobs.E003)" in result.stderr
+    result = _settings_in_subprocess({**env, "SINGLE_MACHINE_LAB": "true"}, start=True)
     assert result.returncode == 0, result.stderr
     assert "local" in result.stdout.split()
 
@@ -81,9 +110,10 @@ POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
 def _database_settings(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Start the WSGI app (the start checks included) and print what the pool settings came to."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_") and k != "DJANGO_SETTINGS_MODULE"}
     code = (
-        "import json, portal.settings as s; d = s.DATABASES['default'];"
+        "import json, portal.wsgi; from django.conf import settings as s; d = s.DATABASES['default'];"
         " print(json.dumps({'max_age': d['CONN_MAX_AGE'], 'pool': d.get('OPTIONS', {}).get('pool')}))"
     )
     return subprocess.run(  # noqa: S603
@@ -201,3 +231,140 @@ def test_term_starts_are_read_once_as_sorted_month_day_pairs():
         "USAGE_TERM_STARTS must be a comma-separated list of month-days" in refused.stderr
         and "'02-30'" in refused.stderr
     )
+
+
+# --- Values wrong only together: the start checks (tag "settings"), one per former raise in the settings module ----
+
+CHECKED = [
+    # (settings, the sentence, the check's id)
+    ({"SECRET_KEY": ""}, "SECRET_KEY must be set when DEBUG is off.", "portal.E001"),
+    (
+        {"HUB_OAUTH_CLIENT_SECRET": ""},
+        "HUB_OAUTH_CLIENT_SECRET (the hub's OAuth client secret) must be set.",
+        "portal.E005",
+    ),
+    ({"EMAIL_USE_TLS": True, "EMAIL_USE_SSL": True}, "Set EMAIL_USE_TLS or EMAIL_USE_SSL, not both.", "portal.E006"),
+    ({"RATE_LIMIT_CACHE": "counters"}, "RATE_LIMIT_CACHE must name one of the caches (default).", "accounts.E001"),
+    (
+        {"OIDC_PROVIDER_URL": "https://idp.example", "OIDC_RP_CLIENT_ID": "portal", "OIDC_RP_CLIENT_SECRET": ""},
+        "OIDC_PROVIDER_URL needs OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET (the portal's client).",
+        "accounts.E002",
+    ),
+    (
+        {
+            "OIDC_PROVIDER_URL": "https://idp.example",
+            "OIDC_RP_CLIENT_ID": "c",
+            "OIDC_RP_CLIENT_SECRET": "s",
+            "OIDC_RP_SCOPES": "profile email",
+        },
+        "OIDC_RP_SCOPES must include openid.",
+        "accounts.E003",
+    ),
+    (
+        {"LDAP_SERVER_URI": "ldaps://ldap.example", "LDAP_USER_SEARCH_BASE": "ou=people,dc=x"},
+        "LDAP_SERVER_URI needs LDAP_USER_SEARCH_BASE and LDAP_GROUP_SEARCH_BASE.",
+        "accounts.E004",
+    ),
+    (
+        {"NOTEBOOKS_HUB_TOKEN": ""},
+        "NOTEBOOKS_HUB_TOKEN (the portal's JupyterHub service token) must be set.",
+        "labs.E001",
+    ),
+    (
+        {"TELEMETRY_COLLECTOR": "process", "REDIS_URL": ""},
+        "TELEMETRY_COLLECTOR=process needs REDIS_URL: the web servers hear it through Redis.",
+        "labs.E002",
+    ),
+    (
+        {"TELEMETRY_SOURCE": "prometheus", "TELEMETRY_PROMETHEUS_URL": ""},
+        "TELEMETRY_SOURCE=prometheus needs TELEMETRY_PROMETHEUS_URL.",
+        "labs.E003",
+    ),
+    (
+        {"BUDGET_ALERT_THRESHOLDS": "50,eighty"},
+        "BUDGET_ALERT_THRESHOLDS: “eighty” is not a whole percentage; use e.g. 50,80,100.",
+        "labs.E004",
+    ),
+    (
+        {"DEBUG": False, "JOBS_BACKEND": "local", "HUB_SPAWNER": "kubernetes"},
+        "JOBS_BACKEND=local runs students' code on this machine: outside DEBUG use kubernetes, or declare a lab "
+        "that is one machine with SINGLE_MACHINE_LAB=true (local jobs and notebooks, always sandboxed).",
+        "jobs.E003",
+    ),
+]
+# The pool's three (portal.E002-E004) are tested above through a real start: overriding DATABASES in-process is not.
+
+
+def _start_errors() -> list[checks.CheckMessage]:
+    return [m for m in checks.run_checks(tags=["settings"]) if m.level >= checks.ERROR]
+
+
+@pytest.fixture
+def startable(settings):
+    """The test settings as a development start sees them (pytest-django turns DEBUG off during tests)."""
+    settings.DEBUG = True
+    assert _start_errors() == []
+    return settings
+
+
+@pytest.mark.parametrize("values,sentence,check_id", CHECKED, ids=[case[2] for case in CHECKED])
+def test_settings_that_are_wrong_together_stop_the_start_with_their_sentence(startable, values, sentence, check_id):
+    for name, value in values.items():
+        setattr(startable, name, value)
+    assert [(m.id, m.msg) for m in _start_errors()] == [(check_id, sentence)]
+    with pytest.raises(ImproperlyConfigured) as refused:
+        refuse_to_start_misconfigured()
+    assert str(refused.value) == f"{sentence} ({check_id})"
+
+
+def test_a_declared_single_machine_lab_runs_locally_outside_debug(startable):
+    startable.DEBUG, startable.JOBS_BACKEND, startable.HUB_SPAWNER = False, "local", "local"
+    assert {m.id for m in _start_errors()} == {"jobs.E003"}
+    startable.SINGLE_MACHINE_LAB = True
+    assert _start_errors() == []
+
+
+@pytest.mark.parametrize(
+    "name,value,sentence",
+    [
+        (
+            "PORTAL_INSTANCE_ID",
+            "lab two",
+            "PORTAL_INSTANCE_ID must be a Kubernetes label value (letters, digits, -_.).",
+        ),
+        ("TELEMETRY_DCGM_URL", "http://gpu01:9400/metrics", "TELEMETRY_DCGM_URL must contain {node}, e.g. http"),
+        ("TELEMETRY_XID_IGNORED", "13,x", "TELEMETRY_XID_IGNORED must be a comma-separated list of Xid numbers."),
+    ],
+)
+def test_a_single_value_that_cannot_be_read_stops_the_settings(name, value, sentence):
+    result = _settings_in_subprocess({"DEBUG": "true", name: value})
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and sentence in result.stderr
+
+
+# --- Every kind of process refuses to start: uvicorn (ASGI), Celery's worker and beat (manage.py: tests/test_deploy)
+
+WITHOUT_SECRET_KEY = {**PRODUCTION_ENV, "SECRET_KEY": ""}
+
+
+def _process(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    return subprocess.run(  # noqa: S603 - refused at start, it ends by itself; a timeout is the failure
+        command, cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=90
+    )
+
+
+def test_the_asgi_app_refuses_to_start_on_a_check_error():
+    command = [sys.executable, "-m", "uvicorn", "portal.asgi:application", "--host", "127.0.0.1", "--port", "0"]
+    result = _process(command, WITHOUT_SECRET_KEY)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be set when DEBUG is off. (portal.E001)" in result.stderr
+
+
+@pytest.mark.parametrize("program", ["worker", "beat"])
+def test_celery_refuses_to_start_on_a_check_error(program, tmp_path):
+    command = [sys.executable, "-m", "celery", "-A", "portal", program, "-l", "warning"]
+    command += ["--pool", "solo"] if program == "worker" else ["-s", str(tmp_path / "beat-schedule")]
+    result = _process(command, WITHOUT_SECRET_KEY)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY must be set when DEBUG is off. (portal.E001)" in result.stderr

@@ -1,6 +1,8 @@
-"""The RSA key that signs ID tokens (RS256), read at start-up by the settings module.
+"""The RSA key that signs ID tokens (RS256), read at start-up by the settings (notebooks.py): a helper of the settings
+package, not a settings module (the package's __init__ does not compose it).
 
-Kept out of settings.py so the settings read like a list; it needs no configured Django.
+Kept apart so the settings read like a list; it needs no configured Django. A key that cannot be read, or none outside
+DEBUG, raises ImproperlyConfigured as the typed env helpers do.
 """
 
 from __future__ import annotations
