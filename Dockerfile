@@ -25,13 +25,13 @@ RUN groupadd --system --gid 10001 portal \
 
 WORKDIR /app
 
-# Dependencies first, read from pyproject.toml, so this layer is reused until they change. python-ldap (the LDAP
-# sign-in) has no wheel: it builds against libldap and libsasl's headers, which go again afterwards (the libraries
-# themselves stay).
+# Dependencies first, read from pyproject.toml, so this layer is reused until they change: the dependencies and the
+# `ldap` extra (LDAP sign-in is optional in the portal, but a lab's image supports it). python-ldap has no wheel: it
+# builds against libldap and libsasl's headers, which go again afterwards (the libraries themselves stay).
 COPY pyproject.toml ./
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libldap-2.5-0 libsasl2-2 gcc libldap2-dev libsasl2-dev \
- && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+ && python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print('\n'.join(p['dependencies'] + p['optional-dependencies']['ldap']))" \
         > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt \
@@ -40,12 +40,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY . .
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir '.[ldap]' \
  && rm -rf build ./*.egg-info
 
 # Static files are collected into the image (served by WhiteNoise from the read-only root filesystem, with
-# hashed names from the manifest). The settings refuse to load with DEBUG off unless every secret is set: these
-# dummies (and a throw-away signing key) exist only for this step, never at run time.
+# hashed names from the manifest). With DEBUG off the settings want every secret (the signing key when they load,
+# the others at start): these dummies (and a throw-away signing key) exist only for this step, never at run time.
 RUN key="$(mktemp)" \
  && python -c "import sys; from cryptography.hazmat.primitives import serialization as s; from cryptography.hazmat.primitives.asymmetric import rsa; open(sys.argv[1], 'wb').write(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()))" "$key" \
  && DEBUG=false SECRET_KEY=collectstatic-build-only-not-a-secret NOTEBOOKS_HUB_TOKEN=build-only \

@@ -3,14 +3,8 @@
 # local backends, and a demo lab of 40 RTX 4090 nodes with demo users. Serves http://127.0.0.1:8000
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# python-ldap (LDAP sign-in) builds against Debian's libldap2-dev and libsasl2-dev: PyPI has no wheel of it.
-if [ ! -e /usr/include/ldap.h ] || [ ! -e /usr/include/sasl/sasl.h ] || ! command -v gcc >/dev/null 2>&1; then
-  echo "==> installing libldap2-dev libsasl2-dev gcc (python-ldap builds against them)"
-  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends libldap2-dev libsasl2-dev gcc
-fi
 . scripts/_venv.sh
+# No `ldap` extra: the embedded run has no LDAP sign-in, so python-ldap (and the C build it needs) is not wanted.
 ensure_venv hub
 # Local jobs and notebooks run only in a bubblewrap sandbox (never as the portal): Debian's bubblewrap.
 if ! command -v bwrap >/dev/null 2>&1; then

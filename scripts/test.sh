@@ -17,8 +17,8 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 # promtool (Debian's prometheus package): checks and unit-tests the alert rules of deploy/components/monitoring.
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
-# LDAP sign-in: python-ldap builds against libldap2-dev and libsasl2-dev (no wheel on PyPI); the tests start a real
-# slapd on loopback and load its directory with ldap-utils.
+# LDAP sign-in (the `ldap` extra, optional in the portal but tested): python-ldap builds against libldap2-dev and
+# libsasl2-dev (no wheel on PyPI); the tests start a real slapd on loopback and load its directory with ldap-utils.
 [ -e /usr/include/ldap.h ] || missing+=(libldap2-dev)
 [ -e /usr/include/sasl/sasl.h ] || missing+=(libsasl2-dev)
 command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || missing+=(slapd)
@@ -33,7 +33,7 @@ fi
 
 bash scripts/services.sh
 . scripts/_venv.sh
-ensure_venv dev,hub
+ensure_venv dev,hub,ldap
 ensure_sdk
 # JupyterHub's proxy from package-lock.json (the notebook tests run a real hub on loopback).
 if [ ! -x node_modules/.bin/configurable-http-proxy ]; then

@@ -3,7 +3,10 @@
 People sign in with the password form; the directory checks the password, and their groups (looked up under
 LDAP_GROUP_SEARCH_BASE) are mapped at every sign-in as an OIDC sign-in's are. Accounts are linked through
 ExternalIdentity (the server's URI and the entry's DN, or LDAP_USER_ID_ATTR): a local account of the same user name
-that is not linked is never taken over (an admin links it in the console)."""
+that is not linked is never taken over (an admin links it in the console).
+
+Imported only when LDAP is configured (AUTHENTICATION_BACKENDS lists its backend only then; the sync asks
+ldap_enabled() first): python-ldap and django-auth-ldap are the optional `ldap` extra."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from django_auth_ldap.backend import LDAPBackend, LDAPSettings
 from django_auth_ldap.config import LDAPSearch
 
 from accounts.models import ExternalIdentity, RoleSource, User
+from accounts.signin import ldap_enabled
 from accounts.signin.services import external_identity_sign_in, signin_groups_apply
 from accounts.usernames import username_normalized
 
@@ -30,10 +34,6 @@ GROUP_TYPES = {
     "activedirectory": ("django_auth_ldap.config.ActiveDirectoryGroupType", "(objectClass=group)"),
     "nestedactivedirectory": ("django_auth_ldap.config.NestedActiveDirectoryGroupType", "(objectClass=group)"),
 }
-
-
-def ldap_enabled() -> bool:
-    return bool(settings.LDAP_SERVER_URI)
 
 
 def ldap_settings() -> LDAPSettings:

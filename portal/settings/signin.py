@@ -35,7 +35,9 @@ OIDC_USE_NONCE = True
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
 OIDC_CREATE_USER = True
 
-# LDAP (django-auth-ldap) for departments without OIDC: people sign in with the password form.
+# LDAP (django-auth-ldap) for departments without OIDC: people sign in with the password form. Optional: python-ldap
+# and django-auth-ldap come with the `ldap` extra (pip install '.[ldap]'), and without LDAP_SERVER_URI the portal
+# never imports them.
 LDAP_SERVER_URI = envstr("LDAP_SERVER_URI", "")  # e.g. ldaps://ldap.dept.example
 LDAP_PROVIDER_NAME = envstr("LDAP_PROVIDER_NAME", "department")
 LDAP_BIND_DN = envstr("LDAP_BIND_DN", "")
@@ -78,12 +80,13 @@ SIGNIN_COURSE_PATTERNS = envstr(
     "SIGNIN_COURSE_PATTERNS", r"^course-(?P<code>[a-z0-9][a-z0-9._]*)-(?P<term>\d{4}[a-z])-(?P<part>[a-z]+)$"
 )
 
-# Each answers only when configured (the LDAP one with LDAP_SERVER_URI, the OIDC one on its callback).
+# Each answers only when configured (the OIDC one on its callback). The LDAP one is listed only with LDAP_SERVER_URI,
+# so that without LDAP nothing imports python-ldap.
 AUTHENTICATION_BACKENDS = [
     # First: a locked (username, address) is refused before any password check (password sign-ins only: the form,
     # the token endpoint, the admin console; LDAP's passwords too). Single sign-on is not its business.
     "portal.web.lockout.PasswordLockoutBackend",
     "accounts.signin.backends.LocalPasswordBackend",
-    "accounts.signin.ldap.PortalLDAPBackend",
+    *(["accounts.signin.ldap.PortalLDAPBackend"] if LDAP_SERVER_URI else []),
     "accounts.signin.oidc.PortalOIDCBackend",
 ]

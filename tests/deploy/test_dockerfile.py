@@ -87,8 +87,13 @@ def test_the_dependency_step_installs_what_pyproject_pins(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", command[1]], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    # The dependencies and the `ldap` extra: LDAP sign-in is optional in the portal, but a lab's image supports it.
+    pinned = project["dependencies"] + project["optional-dependencies"]["ldap"]
     assert result.stdout.split("\n")[:-1] == pinned
+    assert any(line.startswith("python-ldap==") for line in pinned)
+    (install,) = [args for args in run_steps("Dockerfile") if args.startswith("pip install")]  # the portal itself
+    assert "'.[ldap]'" in install, install
 
 
 def test_collectstatic_runs_as_the_image_runs_it_and_whitenoise_serves_the_result(tmp_path):

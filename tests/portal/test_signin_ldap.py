@@ -20,6 +20,7 @@ from tests.fakes.slapd import ADMIN_DN, ADMIN_PASSWORD, SUFFIX, Slapd
 pytestmark = pytest.mark.django_db
 LDIF = Path(__file__).parent / "ldap" / "directory.ldif"
 LENA = f"uid=lena,ou=people,{SUFFIX}"
+LDAP_BACKEND = "accounts.signin.ldap.PortalLDAPBackend"
 
 
 @pytest.fixture
@@ -34,6 +35,10 @@ def slapd(tmp_path, settings):
     settings.LDAP_GROUP_SEARCH_BASE = f"ou=groups,{SUFFIX}"
     settings.LDAP_GROUP_TYPE = "groupofnames"
     settings.SIGNIN_ROLE_GROUPS = "lab-teachers=teacher"
+    # As portal/settings/signin.py lists the backends with LDAP_SERVER_URI: the directory's after local passwords.
+    backends = list(settings.AUTHENTICATION_BACKENDS)
+    backends.insert(backends.index("accounts.signin.backends.LocalPasswordBackend") + 1, LDAP_BACKEND)
+    settings.AUTHENTICATION_BACKENDS = backends
     yield server
     server.close()
 

@@ -2,7 +2,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from accounts.signin.ldap import ldap_enabled, ldap_sync_all
+from accounts.signin import ldap_enabled
+from accounts.tasks import signin_sync
 
 
 class Command(BaseCommand):
@@ -14,7 +15,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if not ldap_enabled():
             self.stderr.write("LDAP_SERVER_URI is not set: nothing to sync.")
-        counts = ldap_sync_all()
+        counts = signin_sync()  # the task, run here
         if options["json"]:
             self.stdout.write(json.dumps(counts))
         else:
