@@ -16,7 +16,7 @@ _name = os.environ.get("PORTAL_TEST_DB") or f"test_portal_{os.getpid()}"
 DATABASES["default"] = {  # noqa: F405
     "ENGINE": "django.db.backends.sqlite3",
     "NAME": os.path.join(tempfile.gettempdir(), f"{_name}.sqlite3"),
-    # As portal/settings.py sets for the embedded run: wait for the write lock, take it at BEGIN, WAL.
+    # As portal/settings/data.py sets for the embedded run: wait for the write lock, take it at BEGIN, WAL.
     "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"},
     # A file, not :memory:, so the threads of the race tests share one database as the run command's processes do.
     "TEST": {"NAME": os.path.join(tempfile.gettempdir(), f"{_name}-test.sqlite3")},
