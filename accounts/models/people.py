@@ -1,17 +1,16 @@
-"""People: users with a role, courses with a term, enrollments, and quota overrides."""
+"""People: users with a role, courses with a term, enrollments (and where they came from), sign-in identities,
+notices, and roster invitations."""
 
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from django.utils.translation import gettext_lazy as _
 
 from accounts.usernames import NamedUserManager, username_taken_sentence
 
@@ -73,7 +72,7 @@ class User(AbstractUser):
             # A new password ends what the old one handed out: API tokens stop working.
             from django.utils import timezone
 
-            ApiToken.objects.filter(user=self, revoked_at__isnull=True).update(revoked_at=timezone.now())
+            self.api_tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
 
     def _get_session_auth_hash(self, secret=None):
         # Django ends a session whose stored hash no longer matches (it is how a new password signs out everywhere);
@@ -228,108 +227,6 @@ class ExternalIdentity(models.Model):
         return f"{self.subject} at {self.issuer} → {self.user}"
 
 
-class Quota(models.Model):
-    """Limits for one role (the policy), one course, or one user (overrides).
-
-    A blank limit inherits: user override, then the most generous active course, then
-    the role's policy, then the built-in default for the role.
-    """
-
-    role = models.CharField(max_length=16, choices=Role.choices, null=True, blank=True, unique=True)
-    course = models.OneToOneField(Course, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
-    user = models.OneToOneField(User, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
-
-    max_notebooks = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Notebooks running at the same time."
-    )
-    notebook_gpu_share = models.DecimalField(
-        max_digits=4,
-        decimal_places=3,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(Decimal("0.05")), MaxValueValidator(Decimal("1"))],
-        help_text="Largest share of one GPU a notebook may take (1 = a whole 4090).",
-    )
-    gpu_hours_week = models.DecimalField(
-        max_digits=8,
-        decimal_places=1,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(Decimal("0"))],
-        help_text="GPU-hours per week (Monday 00:00 in the lab's time zone), notebooks and jobs together.",
-    )
-    max_jobs = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Training jobs running at once.")
-    max_gpus_per_job = models.PositiveSmallIntegerField(null=True, blank=True)
-    reservation_max_nodes = models.PositiveSmallIntegerField(null=True, blank=True)
-    reservation_max_hours = models.DecimalField(
-        max_digits=6, decimal_places=1, null=True, blank=True, validators=[MinValueValidator(Decimal("0"))]
-    )
-    reservation_node_hours_week = models.DecimalField(
-        max_digits=7,
-        decimal_places=1,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(Decimal("0"))],
-        help_text="Node-hours a person may have reserved per week (by the week the window starts in).",
-    )
-    reservation_horizon_days = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="How many days ahead a reservation may start."
-    )
-    reservation_notice_min = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Minutes of notice a reservation needs before it starts (fewer is kinder)."
-    )
-    reservation_approval_nodes = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Reservations of more nodes than this wait for an admin's approval."
-    )
-    note = models.CharField(max_length=200, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    LIMIT_FIELDS = (
-        "max_notebooks",
-        "notebook_gpu_share",
-        "gpu_hours_week",
-        "max_jobs",
-        "max_gpus_per_job",
-        "reservation_max_nodes",
-        "reservation_max_hours",
-        "reservation_node_hours_week",
-        "reservation_horizon_days",
-        "reservation_notice_min",
-        "reservation_approval_nodes",
-    )
-    # Limits where less is more generous: the most generous course is the one with the smallest value.
-    LOWER_IS_GENEROUS = frozenset({"reservation_notice_min"})
-
-    class Meta:
-        ordering = ["role", "course__code", "user__username"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(
-                    Q(role__isnull=False, course__isnull=True, user__isnull=True)
-                    | Q(role__isnull=True, course__isnull=False, user__isnull=True)
-                    | Q(role__isnull=True, course__isnull=True, user__isnull=False)
-                ),
-                name="quota_has_exactly_one_scope",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"Quota for {self.scope_label}"
-
-    @property
-    def scope_label(self) -> str:
-        if self.role:
-            return f"role {self.role}"
-        if self.course_id:
-            return f"course {self.course.code}"
-        return f"user {self.user.username}"
-
-    def clean(self) -> None:
-        scopes = [bool(self.role), self.course_id is not None, self.user_id is not None]
-        if sum(scopes) != 1:
-            raise ValidationError("A quota applies to exactly one of: a role, a course, or a user.")
-
-
 class NoticeLevel(models.TextChoices):
     INFO = "info", "Information"
     WARNING = "warning", "Warning"
@@ -385,36 +282,3 @@ class RosterInvitation(models.Model):
 
     def __str__(self) -> str:
         return f"Invitation of {self.user} to {self.course.code}"
-
-
-class TokenSource(models.TextChoices):
-    SESSION = "session", _("A browser session (the account page)")
-    PASSWORD = "password", _("The password (POST /api/v1/token/)")
-    OPERATOR = "operator", _("An operator (portal_user --token)")
-
-
-class ApiToken(models.Model):
-    """An API token (`Authorization: Token <key>`). Only the key's SHA-256 is stored; the key is shown once.
-
-    A person may hold several (one per script or machine), each with its own expiry (none: until revoked).
-    Revoked and expired tokens stay as rows, so a script using one is told why it gets 401. Sign out everywhere ends
-    those a browser session made (older ones count as such), a new password all (accounts.services).
-    """
-
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True)
-    key_hash = models.CharField(max_length=64, unique=True)
-    prefix = models.CharField(max_length=12)  # the key's first characters, to tell tokens apart
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    source = models.CharField(max_length=16, choices=TokenSource.choices, default=TokenSource.SESSION)
-    session_generation = models.PositiveIntegerField(null=True, blank=True)  # the user's, when a session made it
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "revoked_at"], name="apitoken_user_live")]
-
-    def __str__(self) -> str:
-        return f"{self.user}: {self.name or self.prefix}"
