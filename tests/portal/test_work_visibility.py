@@ -24,7 +24,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts.models import User
+from accounts.models import ApiToken, User
 from accounts.services import token_issue
 from jobs.models import JobState
 from labs.models import Allocation, NotebookProfile, NotebookSession, NotebookStatus
@@ -170,7 +170,8 @@ def test_the_signed_out_see_no_job(lab):
 
 
 def asgi_follow(user: User | None, job_id: int) -> tuple[int, bytes]:
-    """GET /api/v1/jobs/{id}/logs/?follow=1 through the ASGI follower (portal/log_follow_app.py)."""
+    """GET /api/v1/jobs/{id}/logs/?follow=1 through the ASGI follower (portal/log_follow_app.py), signed in with an
+    API token as portal.ws_auth signs a token in (the follower looks at its credential again while it streams)."""
     from portal.log_follow_app import follow_app
 
     scope = {
@@ -181,6 +182,9 @@ def asgi_follow(user: User | None, job_id: int) -> tuple[int, bytes]:
         "headers": [(b"host", b"testserver")],
         "user": user,
     }
+    if user is not None:
+        token_issue(user=user)
+        scope.update(auth="token", auth_token_id=ApiToken.objects.filter(user=user).latest("pk").pk)
     sent: list[dict] = []
 
     async def receive():
