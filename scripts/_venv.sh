@@ -21,8 +21,9 @@ ensure_venv() {
   stamp=".venv/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${extras:-base}"
   if [ ! -f "$stamp" ]; then
     echo "==> installing dependencies ($spec)"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e "$spec"
+    # The stamp only after both succeed, also where the caller does not run under `set -e`.
+    .venv/bin/python -m pip install --quiet --upgrade pip || return 1
+    .venv/bin/python -m pip install --quiet -e "$spec" || return 1
     touch "$stamp"
   fi
   export PATH="$PWD/.venv/bin:$PATH"
@@ -36,7 +37,7 @@ ensure_sdk() {
   if [ ! -f "$stamp" ]; then
     echo "==> installing the gpulab SDK (pip install ./sdk)"
     rm -f .venv/.sdk-*
-    .venv/bin/python -m pip install --quiet ./sdk
+    .venv/bin/python -m pip install --quiet ./sdk || return 1
     touch "$stamp"
   fi
 }
