@@ -13,6 +13,7 @@ import requests
 from django.db import connection
 from playwright.sync_api import expect
 
+from accounts.selectors import hub_username
 from labs.images import ImageRule
 from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from labs.notebooks.localhub import LocalHub
@@ -89,12 +90,13 @@ def test_a_seat_signs_in_opens_the_desktop_and_signs_out(live_server, echo_hub, 
     expect(open_desktop).to_be_visible(timeout=90_000)
     session = NotebookSession.objects.get(user__username="sam")
     assert session.status == NotebookStatus.READY and session.profile.slug == "desktop" and session.node == "gpu01"
-    assert session.server_name in hub_servers(echo_hub, "sam")
+    assert session.server_name in hub_servers(echo_hub, hub_username(session.user))
 
     # Open it: through the hub's proxy, at the desktop's path of the server.
     open_desktop.click()
-    page.wait_for_url(f"{echo_hub.public_url}/user/sam/{session.server_name}/desktop/")
-    expect(page.locator("body")).to_contain_text(f"Echo notebook {session.server_name} of sam")
+    hub_name = hub_username(session.user)  # the hub knows sam by the account's id
+    page.wait_for_url(f"{echo_hub.public_url}/user/{hub_name}/{session.server_name}/desktop/")
+    expect(page.locator("body")).to_contain_text(f"Echo notebook {session.server_name} of {hub_name}")
 
     # The end: back at the seat's page, sign out; the desktop stops and the next person signs in.
     page.goto(live_server.url + "/kiosk/")
@@ -105,4 +107,4 @@ def test_a_seat_signs_in_opens_the_desktop_and_signs_out(live_server, echo_hub, 
     while NotebookSession.objects.get(pk=session.pk).status != NotebookStatus.STOPPED:
         assert time.monotonic() < deadline, "the desktop did not stop"
         time.sleep(0.3)
-    assert session.server_name not in hub_servers(echo_hub, "sam")
+    assert session.server_name not in hub_servers(echo_hub, hub_username(session.user))

@@ -41,7 +41,8 @@ def test_a_ready_desktop_is_linked_at_its_desktop_path(client, desktop):
     sam = signed_in(client, "sam", "student")
     make_session(sam, desktop, NotebookStatus.READY)
     page = client.get("/kiosk/").content.decode()
-    assert 'href="http://127.0.0.1:8001/user/sam/nb/desktop/"' in page and "Open my desktop" in page
+    # The hub knows a person by their account's id (accounts.selectors.hub_username), never by their user name.
+    assert f'href="http://127.0.0.1:8001/user/u{sam.pk}/nb/desktop/"' in page and "Open my desktop" in page
     assert 'http-equiv="refresh"' not in page
 
 
