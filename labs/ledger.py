@@ -184,15 +184,30 @@ def _held(start: dt.datetime, end: dt.datetime) -> ExpressionWrapper:
     )
 
 
-def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.datetime) -> Decimal:
-    """GPU-hours held within [start, end): each entry's share times its overlap with the window."""
+def gpu_seconds(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.datetime) -> Decimal:
+    """GPU-seconds held within [start, end): each entry's share times its overlap with the window, an open entry
+    counting up to `end`. The one definition of GPU time over a window (`gpu_hours`, the usage reports'
+    `accounting.total_seconds` and `held_seconds`, its form for one entry, say the same)."""
+    if end <= start:
+        return Decimal(0)
     overlapping = allocations.filter(starts_at__lt=end).exclude(ends_at__lte=start)
     # Shares are few (1, 0.5, 0.25...): sum durations per share in the database, multiply here.
     total = Decimal(0)
-    for row in overlapping.values("share").annotate(held=Sum(_held(start, end))):
+    for row in overlapping.order_by().values("share").annotate(held=Sum(_held(start, end))):
         if row["held"]:
-            total += row["share"] * Decimal(row["held"].total_seconds()) / Decimal(3600)
-    return total.quantize(Decimal("0.01"))
+            total += row["share"] * Decimal(row["held"].total_seconds())
+    return total
+
+
+def gpu_hours(allocations: QuerySet[Allocation], *, start: dt.datetime, end: dt.datetime) -> Decimal:
+    """GPU-hours held within [start, end) (`gpu_seconds`), to the hundredth."""
+    return (gpu_seconds(allocations, start=start, end=end) / Decimal(3600)).quantize(Decimal("0.01"))
+
+
+def held_seconds(starts_at: dt.datetime, ends_at: dt.datetime | None, *, start: dt.datetime, end: dt.datetime) -> float:
+    """Seconds of one entry [starts_at, ends_at, or `end` while open) inside [start, end): `gpu_seconds`'s rule for
+    entries already read (times its share)."""
+    return max(0.0, (min(ends_at or end, end) - max(starts_at, start)).total_seconds())
 
 
 def _gpu_hours_by(

@@ -23,7 +23,6 @@ from django.utils import timezone
 
 from accounts.errors import PortalError
 from accounts.models import Course, User
-from accounts.selectors import course_ids_active_for
 from labs.ledger import GpuShare, Ref, allocation_open
 from labs.models import (
     Allocation,
@@ -33,6 +32,7 @@ from labs.models import (
     Reservation,
     ReservationNode,
 )
+from labs.reservations.selectors import not_yours, reservation_people
 
 ONE = Decimal("1")
 
@@ -88,19 +88,6 @@ class Window:
     reservation_id: int
 
 
-def may_use(reservation: Reservation, user: User, course_ids: frozenset[int]) -> bool:
-    """Whether `user` may work in the reservation: it is theirs, or for a course in `course_ids`, which callers take
-    from `course_ids_active_for` (courses in term), so a course whose term ended gives its reservations to nobody."""
-    return reservation.owner_id == user.pk or (
-        reservation.course_id is not None and reservation.course_id in course_ids
-    )
-
-
-def not_yours(reservation: Reservation) -> str:
-    """The one sentence for a reservation someone may not work in, wherever they ask (jobs, notebooks, placement)."""
-    return f"Reservation {reservation.pk} is not yours, nor for a course of yours that is in term."
-
-
 def reserved_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[tuple[Window, Reservation]]]:
     """Per node id, the holding reservation windows that overlap [starts_at, ends_at)."""
     rows = (
@@ -119,11 +106,12 @@ def blocking_windows(user: User, starts_at: dt.datetime, ends_at: dt.datetime) -
 
     The job queue reads this to keep jobs off nodes whose reservations they would run into.
     """
-    course_ids = course_ids_active_for(user, today=timezone.localdate(starts_at))
+    windows = reserved_windows(starts_at, ends_at)
+    people = reservation_people({r.pk: r for ws in windows.values() for _, r in ws}.values(), at=starts_at)
     return {
         node_id: blocked
-        for node_id, windows in reserved_windows(starts_at, ends_at).items()
-        if (blocked := [window for window, reservation in windows if not may_use(reservation, user, course_ids)])
+        for node_id, node_windows in windows.items()
+        if (blocked := [window for window, reservation in node_windows if user.pk not in people[reservation.pk]])
     }
 
 
@@ -155,11 +143,18 @@ def place(claim: Claim) -> Placement:
     if claim.nodes > 1 and claim.share < ONE:
         raise PortalError("Work across several nodes takes whole GPUs.")
 
-    course_ids = course_ids_active_for(claim.user, today=timezone.localdate(claim.starts_at))
     windows = reserved_windows(claim.starts_at, claim.ends_at)
+    reservations = {r.pk: r for ws in windows.values() for _, r in ws}
+    if claim.reservation is not None:
+        reservations[claim.reservation.pk] = claim.reservation
+    people = reservation_people(reservations.values(), at=claim.starts_at)
+
+    def usable(reservation: Reservation) -> bool:
+        return claim.user.pk in people[reservation.pk]
+
     if claim.reservation is not None:
         reservation = claim.reservation
-        if not may_use(reservation, claim.user, course_ids):
+        if not usable(reservation):
             raise NoCapacity(not_yours(reservation))
         if not reservation.open_for_work(claim.starts_at):
             raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
@@ -182,8 +177,8 @@ def place(claim: Claim) -> Placement:
     for node_id in gpus_by_node:
         if allowed_nodes is not None and node_id not in allowed_nodes:
             continue
-        foreign = [w for w, r in windows.get(node_id, []) if not may_use(r, claim.user, course_ids)]
-        own = [w for w, r in windows.get(node_id, []) if may_use(r, claim.user, course_ids)]
+        foreign = [w for w, r in windows.get(node_id, []) if not usable(r)]
+        own = [w for w, r in windows.get(node_id, []) if usable(r)]
         if not foreign:
             # Nodes reserved for this person's course come first: that is what the reservation is for.
             (preferred if own or allowed_nodes is not None else fallback).append((node_id, None))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
@@ -47,3 +49,16 @@ def usage_of(user: User, *, now: dt.datetime | None = None) -> dict[str, object]
         "jobs_running": _running(user, AllocationKind.JOB),
         "week_started_at": start,
     }
+
+
+def quota_meter(used: float | Decimal, allowed: float | Decimal) -> dict[str, object]:
+    """A usage meter (templates/labs/_quota_meter.html): how full, and its colour: amber from
+    NOTEBOOKS_QUOTA_WARN_PCT (where the warning notice goes out), full at the limit or with nothing allowed."""
+    percent = 0 if allowed <= 0 else min(100, int(used * 100 / allowed))
+    if allowed <= 0 or used >= allowed:
+        level = "full"
+    elif used * 100 >= allowed * settings.NOTEBOOKS_QUOTA_WARN_PCT:
+        level = "warn"
+    else:
+        level = "ok"
+    return {"used": used, "allowed": allowed, "percent": percent, "level": level}

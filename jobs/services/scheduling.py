@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.models import Course, Enrollment, User
+from accounts.models import User
 from accounts.selectors import effective_quota
 from jobs import enqueue
 from jobs.conf import policy_config
@@ -42,6 +42,7 @@ from jobs.services.transitions import job_request_stop, transition
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
 from labs.placement import reserved_windows
+from labs.reservations.selectors import reservation_people
 
 # Any constant that no other part of the portal uses for an advisory lock.
 PASS_LOCK_KEY = 0x6A6F6273  # "jobs"
@@ -65,20 +66,10 @@ class LabSnapshot:
     gpu_ids: dict[tuple[str, int], int]
 
 
-def _reservation_people(reservations: Iterable[Reservation]) -> dict[int, frozenset[str]]:
-    """Who may work inside each reservation: its owner, and its course's teachers and students (as may_use)."""
-    reservations = list(reservations)
-    course_ids = {r.course_id for r in reservations if r.course_id}
-    by_course: dict[int, set[str]] = defaultdict(set)
-    for course_id, user_id in Enrollment.objects.filter(course_id__in=course_ids).values_list("course_id", "user_id"):
-        by_course[course_id].add(user_key(user_id))
-    teachers = Course.teachers.through.objects.filter(course_id__in=course_ids)
-    for course_id, user_id in teachers.values_list("course_id", "user_id"):
-        by_course[course_id].add(user_key(user_id))
-    return {
-        r.pk: frozenset({user_key(r.owner_id)} | (by_course.get(r.course_id, set()) if r.course_id else set()))
-        for r in reservations
-    }
+def _reservation_users(reservations: Iterable[Reservation], now: dt.datetime) -> dict[int, frozenset[str]]:
+    """Who may work inside each reservation now, as the policy names people (the rule: `reservation_people`)."""
+    people = reservation_people(reservations, at=now)
+    return {pk: frozenset(user_key(user_id) for user_id in user_ids) for pk, user_ids in people.items()}
 
 
 def _quotas(user_ids: set[int], now: dt.datetime) -> dict[str, Quota]:
@@ -159,7 +150,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
 
     horizon = now + dt.timedelta(seconds=settings.JOBS_MAX_RUNTIME_S + 3600)
     windows_by_node = reserved_windows(now, horizon)
-    people = _reservation_people({r.pk: r for ws in windows_by_node.values() for _, r in ws}.values())
+    people = _reservation_users({r.pk: r for ws in windows_by_node.values() for _, r in ws}.values(), now)
     held_gpus = set(
         Allocation.objects.filter(ends_at__isnull=True)
         .exclude(kind=AllocationKind.RESERVATION)

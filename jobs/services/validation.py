@@ -20,13 +20,13 @@ from django.utils.translation import gettext_lazy
 
 from accounts.errors import InvalidInput, NotPermitted
 from accounts.models import Course, User
-from accounts.selectors import course_ids_active_for, courses_active_for
+from accounts.selectors import courses_active_for
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.backends.rules import env_reader
 from jobs.models import Dataset, PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
-from labs.placement import may_use, not_yours
+from labs.reservations.selectors import may_use_reservation, not_yours
 
 MAX_ARGS = 256
 MAX_ARG_LEN = 4096
@@ -161,7 +161,7 @@ def _check_reservation(
     if reservation is None:
         errors["reservation"] = "No such reservation."
         return None
-    if not may_use(reservation, user, course_ids_active_for(user, today=timezone.localdate(now))):
+    if not may_use_reservation(reservation, user, at=now):
         raise NotPermitted(not_yours(reservation), fields={"reservation": [not_yours(reservation)]})
     if not reservation.open_for_work(now):
         errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."

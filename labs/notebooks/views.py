@@ -7,7 +7,6 @@ polling GET /api/v1/notebooks/?mine=true while something is live.
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -45,20 +44,10 @@ from labs.notebooks.services import (
     notebook_stop,
     notebooks_stop_course,
 )
+from labs.selectors import quota_meter
 
 # Ended sessions shown under the live ones (static/js/notebooks.js shows as many).
 ENDED_SHOWN = 5
-
-
-def _meter(used: Decimal, allowed: Decimal) -> dict:
-    percent = 0 if allowed <= 0 else min(100, int(used * 100 / allowed))
-    if allowed <= 0 or used >= allowed:
-        level = "full"
-    elif used * 100 >= allowed * settings.NOTEBOOKS_QUOTA_WARN_PCT:  # amber from where the warning notice goes out
-        level = "warn"
-    else:
-        level = "ok"
-    return {"used": used, "allowed": allowed, "percent": percent, "level": level}
 
 
 def _clock(moment: dt.datetime | None) -> str:
@@ -105,7 +94,7 @@ def _render_list(
         "live": [_row(session, positions) for session in live],
         "ended": [_row(session, positions) for session in ended],
         "active_count": sum(1 for session in live if session.status in NOTEBOOK_ACTIVE),
-        "meter": _meter(week_gpu_hours(user), quota.gpu_hours_week),
+        "meter": quota_meter(week_gpu_hours(user), quota.gpu_hours_week),
         "ended_shown": ENDED_SHOWN,
         "extend_min": settings.NOTEBOOKS_EXTEND_MIN,
     }

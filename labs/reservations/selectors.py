@@ -1,23 +1,74 @@
-"""Reads about reservations: who may see or open which, the week timeline, what holds a node now and next."""
+"""Reads about reservations: who may use, see or open which, the week timeline, what holds a node now and next.
+
+`reservation_people` is the one rule for who may work inside a reservation (placement, the scheduling pass, job
+submission, the tick's eviction and no-show rules, the live GPU grid all ask it or its person-keyed form)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.errors import NotFound
-from accounts.models import User
+from accounts.models import Course, Enrollment, User
 from accounts.permissions import (
     RESERVATION_OWNER_ACTION,
     RESERVATIONS_STAFF_ONLY,
     require_owner_or_admin,
     require_staff,
 )
-from accounts.selectors import course_ids_active_for
+from accounts.selectors import courses_in_term
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
-from labs.placement import may_use
+
+
+def _members_in_term(
+    *, at: dt.datetime, course_ids: Iterable[int] | None = None, user_ids: Iterable[int] | None = None
+) -> list[tuple[int, int]]:
+    """(course id, user id) for the students and teachers of courses in term on the lab's date of `at`."""
+    in_term = courses_in_term(today=timezone.localdate(at))
+    if course_ids is not None:
+        in_term = in_term.filter(pk__in=list(course_ids))
+    pairs = []
+    for through in (Enrollment.objects, Course.teachers.through.objects):
+        rows = through.filter(course_id__in=in_term.values("pk"))
+        if user_ids is not None:
+            rows = rows.filter(user_id__in=list(user_ids))
+        pairs.extend(rows.values_list("course_id", "user_id"))
+    return pairs
+
+
+def reservation_people(reservations: Iterable[Reservation], *, at: dt.datetime) -> dict[int, frozenset[int]]:
+    """Per reservation id, the user ids who may work inside it at `at`: its owner, and the students and teachers
+    of its course while that course is in term (a course whose term ended gives its reservations to nobody)."""
+    reservations = list(reservations)
+    members: dict[int, set[int]] = defaultdict(set)
+    for course_id, user_id in _members_in_term(at=at, course_ids={r.course_id for r in reservations if r.course_id}):
+        members[course_id].add(user_id)
+    return {r.pk: frozenset({r.owner_id} | members.get(r.course_id, set())) for r in reservations}
+
+
+def may_use_reservation(reservation: Reservation, user: User, *, at: dt.datetime) -> bool:
+    """Whether `user` may work inside the reservation at `at` (see `reservation_people`)."""
+    return user.pk in reservation_people([reservation], at=at)[reservation.pk]
+
+
+def reservation_courses_of(user_ids: Iterable[int], *, at: dt.datetime) -> dict[int, frozenset[int]]:
+    """The same rule seen from the people: per user id, the courses whose reservations they may use at `at`.
+
+    For the live GPU grid, which knows a reservation only by its owner and course (its holder in the ledger)."""
+    user_ids = set(user_ids)
+    courses: dict[int, set[int]] = {user_id: set() for user_id in user_ids}
+    for course_id, user_id in _members_in_term(at=at, user_ids=user_ids):
+        courses[user_id].add(course_id)
+    return {user_id: frozenset(ids) for user_id, ids in courses.items()}
+
+
+def not_yours(reservation: Reservation) -> str:
+    """The one sentence for a reservation someone may not work in, wherever they ask (jobs, notebooks, placement)."""
+    return f"Reservation {reservation.pk} is not yours, nor for a course of yours that is in term."
 
 
 def reservations_visible_to(user: User) -> QuerySet[Reservation]:
@@ -41,10 +92,10 @@ def reservation_for(user: User, reservation_id: int) -> Reservation:
     return reservation
 
 
-def reservation_label(reservation: Reservation, viewer: User, course_ids: frozenset[int]) -> dict[str, object]:
-    """What `viewer` may know of a booking: staff see who and what; students only their course's."""
+def reservation_label(reservation: Reservation, viewer: User, usable: bool) -> dict[str, object]:
+    """What `viewer` may know of a booking: staff see who and what; students only those they may use."""
     mine = reservation.owner_id == viewer.pk
-    if viewer.is_lab_admin or viewer.is_teacher or mine or may_use(reservation, viewer, course_ids):
+    if viewer.is_lab_admin or viewer.is_teacher or mine or usable:
         course = f" · {reservation.course.code}" if reservation.course_id else ""
         return {"title": reservation.title, "who": f"{reservation.owner.username}{course}", "mine": mine}
     return {"title": "Reserved", "who": "", "mine": False}
@@ -66,17 +117,17 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     def pct(moment: dt.datetime) -> float:
         return round(100 * (min(max(moment, start), end) - start).total_seconds() / total, 3)
 
-    course_ids = course_ids_active_for(viewer)
-    rows = (
+    rows = list(
         ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
         .exclude(reservation__status=ReservationStatus.CANCELLED)
         .select_related("reservation__owner", "reservation__course")
         .order_by("starts_at")
     )
+    people = reservation_people({row.reservation_id: row.reservation for row in rows}.values(), at=timezone.now())
     blocks: dict[int, list[dict]] = {}
     for row in rows:
         reservation = row.reservation
-        label = reservation_label(reservation, viewer, course_ids)
+        label = reservation_label(reservation, viewer, viewer.pk in people[reservation.pk])
         blocks.setdefault(row.node_id, []).append(
             {
                 **label,
@@ -126,18 +177,18 @@ def reservations_pending() -> QuerySet[Reservation]:
 def node_reservations(viewer: User, node_ids: list[int], *, now: dt.datetime | None = None) -> dict[int, dict]:
     """Per node, the current and the next holding reservation, as far as `viewer` may know."""
     now = now or timezone.now()
-    course_ids = course_ids_active_for(viewer)
     found: dict[int, dict] = {node_id: {"current": None, "next": None} for node_id in node_ids}
-    rows = (
+    rows = list(
         ReservationNode.objects.filter(node_id__in=node_ids, holds=True, ends_at__gt=now)
         .exclude(reservation__status__in=[ReservationStatus.CANCELLED, ReservationStatus.ENDED])
         .select_related("reservation__owner", "reservation__course")
         .order_by("starts_at")
     )
+    people = reservation_people({row.reservation_id: row.reservation for row in rows}.values(), at=now)
     for row in rows:
         slot = "current" if row.starts_at <= now else "next"
         if found[row.node_id][slot] is None:
-            label = reservation_label(row.reservation, viewer, course_ids)
+            label = reservation_label(row.reservation, viewer, viewer.pk in people[row.reservation_id])
             found[row.node_id][slot] = {
                 "title": label["title"],
                 "owner": label["who"].split(" · ")[0] or None,

@@ -12,11 +12,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.selectors import course_ids_active_for
 from accounts.services import notice_send
 from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
 from labs.models import Allocation, AllocationKind, Gpu, Reservation, ReservationStatus
-from labs.placement import may_use
+from labs.reservations.selectors import reservation_people
 from labs.reservations.services import close_allocations, release_rows
 from labs.reservations.wording import when
 from labs.signals import allocations_ended
@@ -28,12 +27,10 @@ def _foreign_allocations(reservation: Reservation):
     allocations = Allocation.objects.filter(
         ends_at__isnull=True, gpu__node__in=node_ids, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB]
     ).select_related("user", "gpu__node")
-    # Whose courses are in term when the window begins: that is when others' work is ended.
-    today = timezone.localdate(reservation.starts_at)
-    cache: dict[int, frozenset[int]] = {}
+    # Who may use it when the window begins: that is when others' work is ended.
+    people = reservation_people([reservation], at=reservation.starts_at)[reservation.pk]
     for allocation in allocations:
-        course_ids = cache.setdefault(allocation.user_id, course_ids_active_for(allocation.user, today=today))
-        if not may_use(reservation, allocation.user, course_ids):
+        if allocation.user_id not in people:
             yield allocation
 
 
@@ -89,14 +86,8 @@ def _was_used(reservation: Reservation, now: dt.datetime) -> bool:
     used = Allocation.objects.filter(
         gpu__node__in=node_ids, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB], starts_at__lt=now
     ).filter(Q(ends_at__isnull=True) | Q(ends_at__gt=reservation.starts_at))
-    course_ids: dict[int, frozenset[int]] = {}
-    for allocation in used.select_related("user"):
-        ids = course_ids.setdefault(
-            allocation.user_id, course_ids_active_for(allocation.user, today=timezone.localdate(now))
-        )
-        if may_use(reservation, allocation.user, ids):
-            return True
-    return False
+    people = reservation_people([reservation], at=now)[reservation.pk]
+    return used.filter(user_id__in=people).exists()
 
 
 @dataclasses.dataclass

@@ -17,9 +17,12 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from accounts.models import Course, Enrollment, Role, User
+from django.utils import timezone
+
+from accounts.models import Course, Role, User
 from accounts.selectors import courses_in_term, role_of
 from labs.models import AllocationKind, NodeStatus
+from labs.reservations.selectors import reservation_courses_of
 
 PUBLIC_FIELDS = (
     "node",
@@ -42,7 +45,7 @@ class Viewer:
     user_id: int
     username: str
     role: str
-    course_ids: frozenset[int] = frozenset()  # courses they take or teach
+    course_ids: frozenset[int] = frozenset()  # courses whose reservations they may use: taken or taught, in term
     taught_course_ids: frozenset[int] = frozenset()
 
     @property
@@ -51,22 +54,19 @@ class Viewer:
 
 
 def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
-    """What the database says about these viewers' places in the lab, in three queries however many.
+    """What the database says about these viewers' places in the lab, in four queries however many.
 
     Inactive or unknown accounts are left out.
     """
     ids = set(user_ids)
     users = {user.pk: user for user in User.objects.filter(pk__in=ids, is_active=True)}
-    enrolled: dict[int, set[int]] = {pk: set() for pk in users}
+    now = timezone.now()
+    # The courses whose reservations each viewer may use (the reservations' rule, term included), and of those the
+    # ones they teach: an ended course shows its people nothing more than any student sees.
+    usable = reservation_courses_of(users, at=now)
     taught: dict[int, set[int]] = {pk: set() for pk in users}
-    # Only courses in term count: an ended course shows its people nothing more than any student sees.
-    in_term = courses_in_term().values("id")
-    for user_id, course_id in Enrollment.objects.filter(user_id__in=users, course_id__in=in_term).values_list(
-        "user_id", "course_id"
-    ):
-        enrolled[user_id].add(course_id)
     for user_id, course_id in Course.teachers.through.objects.filter(
-        user_id__in=users, course_id__in=in_term
+        user_id__in=users, course_id__in=courses_in_term(today=timezone.localdate(now)).values("id")
     ).values_list("user_id", "course_id"):
         taught[user_id].add(course_id)
     viewers = {}
@@ -75,7 +75,7 @@ def viewers_for(user_ids: Iterable[int]) -> dict[int, Viewer]:
             user_id=pk,
             username=user.username,
             role=role_of(user),
-            course_ids=frozenset(enrolled[pk] | taught[pk]),
+            course_ids=usable[pk],
             taught_course_ids=frozenset(taught[pk]),
         )
     return viewers
@@ -89,15 +89,16 @@ def viewer_for(user: User) -> Viewer:
 
 
 def may_see(viewer: Viewer, holder: dict) -> bool:
-    if viewer.is_admin or holder["user_id"] == viewer.user_id or may_use(viewer, holder):
+    if viewer.is_admin or holder["user_id"] == viewer.user_id or leaves_usable(viewer, holder):
         return True
     if viewer.role == Role.TEACHER:
         return holder["course_id"] in viewer.taught_course_ids
     return False
 
 
-def may_use(viewer: Viewer, holder: dict) -> bool:
-    """Whether this holder leaves the GPU usable by the viewer: a reservation that is theirs or their course's."""
+def leaves_usable(viewer: Viewer, holder: dict) -> bool:
+    """Whether this holder leaves the GPU usable by the viewer: a reservation that is theirs, or their course's
+    (`viewer.course_ids`: from `reservation_courses_of`, the reservations' rule)."""
     return holder["kind"] == AllocationKind.RESERVATION and (
         holder["user_id"] == viewer.user_id or holder["course_id"] in viewer.course_ids
     )
@@ -129,7 +130,7 @@ def holder_index(states: Iterable[dict]) -> HolderIndex:
 def concerns(viewer: Viewer, index: HolderIndex) -> bool:
     """Whether any of these holders looks different to this viewer than to any other of the same role.
 
-    Exactly what may_see, may_use and `mine` depend on beyond the role: the viewer's own entries,
+    Exactly what may_see, leaves_usable and `mine` depend on beyond the role: the viewer's own entries,
     reservations of their courses, and for teachers the entries booked to their courses.
     """
     if viewer.user_id in index.users or not viewer.course_ids.isdisjoint(index.reserved_courses):
@@ -169,7 +170,7 @@ def public_gpu(state: dict[str, Any], viewer: Viewer) -> dict[str, Any]:
     out["available"] = (
         state.get("node_status") == NodeStatus.READY
         and not state.get("stale", True)
-        and all(may_use(viewer, holder) for holder in holders)
+        and all(leaves_usable(viewer, holder) for holder in holders)
     )
     if viewer.is_admin:
         out["alerts"] = state.get("alerts") or []

@@ -6,8 +6,8 @@ time (day, ISO week, month, term, in the lab's zone: a day over the DST night ha
 entry at the buckets' edges — in PostgreSQL with `width_bucket` over the edges and a series of the buckets an entry
 spans, elsewhere (the embedded SQLite run) by reading the clipped entries and cutting them here.
 
-`labs.ledger.gpu_hours` is the ledger's own sum over a window; these figures agree with it to the second
-(tests/labs/usage/test_accounting.py).
+`labs.ledger.gpu_seconds` is the definition of GPU time over a window (`total_seconds` is it); the groupings here
+agree with it to the second (tests/labs/usage/test_accounting.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.utils import timezone
 
 from accounts.csvsafe import safe_text
+from labs.ledger import gpu_seconds
 from labs.models import Allocation
 
 KEY_GROUPS = {"user": "user__username", "course": "course__code", "node": "gpu__node__name", "kind": "kind"}
@@ -123,12 +124,9 @@ def _weighted(window: Window) -> Func:
 
 
 def total_seconds(allocations: QuerySet[Allocation], window: Window) -> float:
-    """GPU-seconds of these entries within the window."""
-    if window.until <= window.start:
-        return 0.0
+    """GPU-seconds of these entries within the window: the ledger's `gpu_seconds` over [start, until)."""
     with _no_jit():
-        value = in_window(allocations, window).aggregate(held=_weighted(window))["held"]
-    return float(value or 0.0)
+        return float(gpu_seconds(allocations, start=window.start, end=window.until))
 
 
 def by_key(allocations: QuerySet[Allocation], window: Window, group_by: str) -> list[UsageRow]:

@@ -14,7 +14,6 @@ another course.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -23,6 +22,7 @@ from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, User
 from accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
 from accounts.selectors import courses_staffed_by, people_of_courses_staffed_by, students_of, work_visible_to
+from labs.ledger import held_seconds
 from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
 from labs.usage import accounting
 from labs.usage.accounting import UsageRow, Window
@@ -142,15 +142,10 @@ def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]
     return rows.select_related("owner", "course").order_by("starts_at", "pk")
 
 
-def _held(starts_at: dt.datetime, ends_at: dt.datetime | None, start: dt.datetime, until: dt.datetime) -> float:
-    """Seconds of [starts_at, ends_at or until) inside [start, until)."""
-    return max(0.0, (min(ends_at or until, until) - max(starts_at, start)).total_seconds())
-
-
 def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
     """GPU-seconds the reservation held in the ledger within the window, and the GPU-seconds its course's people
     (its owner, the course's entries, its enrolled students) used on those GPUs while it held them: two queries,
-    its entries and the work on their GPUs, cut here (as `accounting.total_seconds` cuts them, to the second)."""
+    its entries and the work on their GPUs, cut here (as `labs.ledger.gpu_seconds` cuts them: `held_seconds`)."""
     if window.until <= window.start:
         return ReservationUse(reservation=reservation, reserved_seconds=0.0, used_seconds=0.0)
     entries = Allocation.objects.filter(kind=AllocationKind.RESERVATION, ref=f"reservation:{reservation.pk}")
@@ -176,7 +171,7 @@ def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
         ):
             on_gpu.setdefault(gpu_id, []).append((starts_at, ends_at, float(share)))
         for gpu_id, start, end, _ in held:
-            used += sum(share * _held(s, e, start, end) for s, e, share in on_gpu.get(gpu_id, ()))
+            used += sum(share * held_seconds(s, e, start=start, end=end) for s, e, share in on_gpu.get(gpu_id, ()))
     return ReservationUse(reservation=reservation, reserved_seconds=reserved, used_seconds=used)
 
 

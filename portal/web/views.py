@@ -24,7 +24,7 @@ from accounts.services import notice_dismiss
 from accounts.signin.oidc import oidc_enabled
 from labs.notebooks.selectors import notebooks_live_of
 from labs.reservations.selectors import reservations_of, reservations_pending
-from labs.selectors import lab_summary, usage_of
+from labs.selectors import lab_summary, quota_meter, usage_of
 from portal.web.lockout import login_throttled
 from portal.web.signin import oidc_start_url
 
@@ -80,12 +80,6 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         return response
 
 
-def _meter(used: float, allowed: float) -> dict:
-    percent = 0 if allowed <= 0 else min(100, round(100 * used / allowed))
-    level = "ok" if percent < 80 else ("warn" if percent < 100 else "full")
-    return {"used": used, "allowed": allowed, "percent": percent, "level": level}
-
-
 @login_required
 @require_safe
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -98,9 +92,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "courses": courses_of(user),
         "lab": lab_summary(),
         "meters": {
-            "gpu_hours": _meter(usage["gpu_hours_week"], float(quota.gpu_hours_week)),
-            "notebooks": _meter(usage["notebooks_running"], quota.max_notebooks),
-            "jobs": _meter(usage["jobs_running"], quota.max_jobs),
+            "gpu_hours": quota_meter(usage["gpu_hours_week"], float(quota.gpu_hours_week)),
+            "notebooks": quota_meter(usage["notebooks_running"], quota.max_notebooks),
+            "jobs": quota_meter(usage["jobs_running"], quota.max_jobs),
         },
     }
     context["notices"] = notices_for(user)

@@ -18,7 +18,8 @@ from jobs.models import Job
 from jobs.services import job_submit
 from labs.models import Allocation, AllocationKind, ReservationStatus
 from labs.notebooks.selectors import profiles_offered
-from labs.placement import Claim, NoCapacity, not_yours, place
+from labs.placement import Claim, NoCapacity, place
+from labs.reservations.selectors import not_yours
 from labs.reservations.services import NodeRequest, reservation_create
 from labs.reservations.tick import reservations_tick
 from labs.telemetry.visibility import public_gpu, viewer_for

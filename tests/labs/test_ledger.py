@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import IntegrityError, transaction
 
-from labs.ledger import gpu_hours, week_start
+from labs.ledger import gpu_hours, gpu_seconds, held_seconds, week_start
 from labs.models import Allocation, AllocationKind
 from labs.selectors import usage_of
 from tests.factories import AllocationFactory, NodeFactory, UserFactory
@@ -37,6 +37,26 @@ def test_gpu_hours_clip_to_the_window_and_weigh_the_share():
     AllocationFactory(user=user, gpu=gpu, starts_at=at(2026, 11, 10), ends_at=at(2026, 11, 11))  # before
     total = gpu_hours(Allocation.objects.filter(user=user), start=start, end=end)
     assert total == Decimal("4.00")
+
+
+def test_one_definition_of_gpu_time_over_a_window():
+    """The reports' total, the hours and the one-entry form are the ledger's gpu_seconds, not copies of it."""
+    from labs.usage.accounting import Window, total_seconds
+
+    user = UserFactory()
+    gpu = NodeFactory().gpus.first()
+    start, end = at(2026, 11, 16), at(2026, 11, 18)
+    rows = [(at(2026, 11, 15, 22), at(2026, 11, 16, 2), "1"), (at(2026, 11, 17, 10), at(2026, 11, 17, 14), "0.25")]
+    rows.append((at(2026, 11, 17, 23), None, "0.5"))
+    for starts_at, ends_at, share in rows:
+        AllocationFactory(user=user, gpu=gpu, share=Decimal(share), starts_at=starts_at, ends_at=ends_at)
+    entries = Allocation.objects.filter(user=user)
+    by_hand = sum(float(share) * held_seconds(s, e, start=start, end=end) for s, e, share in rows)
+    assert by_hand == 2 * 3600 + 3600 + 1800
+    assert gpu_seconds(entries, start=start, end=end) == Decimal(by_hand)
+    assert total_seconds(entries, Window(start=start, end=end, now=end)) == by_hand
+    assert gpu_hours(entries, start=start, end=end) == Decimal("3.50")
+    assert gpu_seconds(entries, start=end, end=start) == 0
 
 
 def test_usage_counts_running_sessions_once_per_ref_and_skips_reservations():
