@@ -275,6 +275,17 @@ def sessions_end_everywhere(*, user: User) -> int:
     return made_in_sessions.update(revoked_at=timezone.now())
 
 
+def user_language_set(*, user: User, language: str) -> str:
+    """The language the portal speaks to this person: one of settings.LANGUAGES, or "" to follow their browser."""
+    if language and language not in dict(settings.LANGUAGES):
+        raise InvalidInput(
+            _("Choose a language from the list."), fields={"language": _("Not a language of the portal.")}
+        )
+    User.objects.filter(pk=user.pk).update(language=language)
+    user.language = language
+    return language
+
+
 def user_report_email_set(*, user: User, wanted: bool) -> bool:
     """Turn the weekly usage summary by e-mail on or off for this person; True if it changed."""
     with transaction.atomic():

@@ -49,6 +49,11 @@ class User(AbstractUser):
         help_text="Teachers and admins: the weekly usage summary by e-mail (turned off on the account page).",
     )
 
+    # The language the portal speaks to this person (pages, e-mails), chosen on the account page: one of
+    # settings.LANGUAGES, or empty until chosen (their browser's Accept-Language decides, and e-mails go out in the
+    # lab's LANGUAGE_CODE).
+    language = models.CharField(max_length=16, blank=True, default="", help_text="Empty: the browser's language.")
+
     objects = PortalUserManager()
 
     class Meta:
