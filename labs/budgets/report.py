@@ -144,7 +144,7 @@ def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
     for person in report_recipients(start, end):
         try:
             with transaction.atomic():
-                _, created = UsageReportSent.objects.get_or_create(
+                _row, created = UsageReportSent.objects.get_or_create(
                     user=person, week_start=timezone.localtime(start).date(), defaults={"sent_at": now}
                 )
                 if not created:
