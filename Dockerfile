@@ -40,8 +40,15 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY . .
+# The translations are built here (Debian's gettext: msgfmt), then gettext goes again.
 RUN pip install --no-cache-dir '.[ldap]' \
- && rm -rf build ./*.egg-info
+ && rm -rf build ./*.egg-info \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends gettext \
+ && DEBUG=true python manage.py compilemessages -v0 \
+ && apt-get purge -y gettext \
+ && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/*
 
 # Static files are collected into the image (served by WhiteNoise from the read-only root filesystem, with
 # hashed names from the manifest). With DEBUG off the settings want every secret (the signing key when they load,

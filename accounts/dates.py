@@ -11,14 +11,22 @@ import datetime as dt
 
 from django import forms
 from django.utils import timezone
+from django.utils.functional import lazy
+from django.utils.translation import gettext, gettext_lazy
 from rest_framework import serializers
 
 from accounts.errors import InvalidInput
 
 EARLIEST = dt.date(2000, 1, 1)
 LATEST = dt.date(2999, 12, 31)
-OUT_OF_RANGE = f"Give a date between {EARLIEST.isoformat()} and {LATEST.isoformat()}."
-NOT_A_DATE = "Give a date as YYYY-MM-DD."
+OUT_OF_RANGE = lazy(
+    lambda: (
+        gettext("Give a date between %(first)s and %(last)s.")
+        % {"first": EARLIEST.isoformat(), "last": LATEST.isoformat()}
+    ),
+    str,
+)()
+NOT_A_DATE = gettext_lazy("Give a date as YYYY-MM-DD.")
 
 
 def date_in_range(value: dt.date | dt.datetime) -> bool:

@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.errors import Conflict, NotFound
+from accounts.locale import speaking
 from accounts.models import (
     Course,
     InvitationAnswer,
@@ -40,6 +41,7 @@ from accounts.models import (
 )
 from accounts.selectors import token_hash
 from accounts.services import enrollment_set, notice_send
+from accounts.timefmt import fmt_datetime
 
 log = logging.getLogger(__name__)
 
@@ -81,21 +83,33 @@ def _teacher(invitation: RosterInvitation) -> str:
 
 
 def _message(invitation: RosterInvitation, link: str, connection) -> EmailMessage:
-    if invitation.consent:
-        return _request_message(invitation, link, connection)
-    user, course = invitation.user, invitation.course
-    expires = timezone.localtime(invitation.expires_at).strftime("%a %d %b %Y %H:%M")
-    teacher = _teacher(invitation) if invitation.sent_by else "A teacher"
-    body = (
-        f"Hello {user.get_full_name() or user.username},\n\n"
-        f"{teacher} added you to {course.code} ({course.name}) on {settings.LAB_NAME}, the GPU lab's portal.\n"
-        f"Your username is: {user.username}\n\n"
-        f"Choose your password and sign in with this link (it works once, until {expires}):\n{link}\n\n"
-        "If you did not expect this, ignore this e-mail; nobody can use the link without it.\n"
-    )
-    return EmailMessage(
-        subject=f"{settings.LAB_NAME}: you are in {course.code}", body=body, to=[user.email], connection=connection
-    )
+    """The invitation e-mail, in the language of the person it goes to."""
+    with speaking(invitation.user):
+        if invitation.consent:
+            return _request_message(invitation, link, connection)
+        user, course = invitation.user, invitation.course
+        values = {
+            "name": user.get_full_name() or user.username,
+            "teacher": _teacher(invitation),
+            "code": course.code,
+            "course": course.name,
+            "lab": settings.LAB_NAME,
+            "username": user.username,
+            "expires": fmt_datetime(invitation.expires_at),
+            "link": link,
+        }
+        body = (
+            _(
+                "Hello %(name)s,\n\n"
+                "%(teacher)s added you to %(code)s (%(course)s) on %(lab)s, the GPU lab's portal.\n"
+                "Your username is: %(username)s\n\n"
+                "Choose your password and sign in with this link (it works once, until %(expires)s):\n%(link)s\n\n"
+                "If you did not expect this, ignore this e-mail; nobody can use the link without it.\n"
+            )
+            % values
+        )
+        subject = _("%(lab)s: you are in %(code)s") % values
+        return EmailMessage(subject=subject, body=body, to=[user.email], connection=connection)
 
 
 def _request_message(invitation: RosterInvitation, link: str, connection) -> EmailMessage:
@@ -107,7 +121,7 @@ def _request_message(invitation: RosterInvitation, link: str, connection) -> Ema
         "course": course.name,
         "lab": settings.LAB_NAME,
         "username": user.username,
-        "expires": timezone.localtime(invitation.expires_at).strftime("%a %d %b %Y %H:%M"),
+        "expires": fmt_datetime(invitation.expires_at),
         "link": link,
     }
     body = (
@@ -143,8 +157,11 @@ def _unsent(invitation: RosterInvitation, exc: Exception) -> None:
         notice_send(
             user=invitation.sent_by,
             level="warning",
-            text=f"The invitation e-mail to {user.username} <{user.email}> for {course.code} could not be sent "
-            f"({exc.__class__.__name__}). Send it again from the course's roster page.",
+            text=_(
+                "The invitation e-mail to %(username)s <%(email)s> for %(code)s could not be sent (%(error)s). Send it"
+                " again from the course's roster page."
+            )
+            % {"username": user.username, "email": user.email, "code": course.code, "error": exc.__class__.__name__},
             ref=f"invitation:{invitation.pk}:unsent",
         )
 

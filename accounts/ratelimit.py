@@ -20,6 +20,8 @@ import math
 from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
 
 from accounts.errors import RateLimited
 
@@ -33,9 +35,9 @@ class Action:
 
 
 ACTIONS = {
-    "job_submit": Action("RATE_LIMIT_JOB_SUBMIT", "jobs submitted"),
-    "notebook_start": Action("RATE_LIMIT_NOTEBOOK_START", "notebook starts"),
-    "reservation_create": Action("RATE_LIMIT_RESERVATION_CREATE", "reservations made"),
+    "job_submit": Action("RATE_LIMIT_JOB_SUBMIT", gettext_noop("jobs submitted")),
+    "notebook_start": Action("RATE_LIMIT_NOTEBOOK_START", gettext_noop("notebook starts")),
+    "reservation_create": Action("RATE_LIMIT_RESERVATION_CREATE", gettext_noop("reservations made")),
 }
 
 
@@ -60,10 +62,10 @@ def _retry_after(*, limit: int, period: int, into: float, previous: int, counted
 
 def _period_label(period: int) -> str:
     if period % 3600 == 0:
-        return "hour" if period == 3600 else f"{period // 3600} hours"
+        return _("hour") if period == 3600 else _("%(n)d hours") % {"n": period // 3600}
     if period % 60 == 0:
-        return "minute" if period == 60 else f"{period // 60} minutes"
-    return f"{period} seconds"
+        return _("minute") if period == 60 else _("%(n)d minutes") % {"n": period // 60}
+    return _("%(n)d seconds") % {"n": period}
 
 
 def rate_limit_hit(*, user, action: str, now: dt.datetime | None = None) -> None:
@@ -92,8 +94,10 @@ def rate_limit_hit(*, user, action: str, now: dt.datetime | None = None) -> None
         log.warning("rate limit %s for user %s: could not take back a refused press (%r)", action, user.pk, exc)
     wait = _retry_after(limit=limit, period=period, into=into, previous=int(previous), counted=current - 1)
     raise RateLimited(
-        f"Too many {ACTIONS[action].what} in a short time: at most {limit} per {_period_label(period)}."
-        f" Try again in {wait} second{'s' if wait != 1 else ''}.",
+        _("Too many %(what)s in a short time: at most %(limit)s per %(period)s.")
+        % {"what": _(ACTIONS[action].what), "limit": limit, "period": _period_label(period)}
+        + " "
+        + ngettext("Try again in %(n)d second.", "Try again in %(n)d seconds.", wait) % {"n": wait},
         action=action,
         allowed=limit,
         period_s=period,

@@ -29,6 +29,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.csvsafe import SafeWriter, unescape
 from accounts.errors import Conflict, InvalidInput
@@ -57,7 +59,7 @@ class RosterProblem:
     reason: str
 
     def __str__(self) -> str:
-        return f"Line {self.line}: {self.reason}"
+        return _("Line %(line)s: %(reason)s") % {"line": self.line, "reason": self.reason}
 
 
 @dataclasses.dataclass
@@ -122,7 +124,8 @@ def roster_size_check(size: int) -> None:
     read, a text before it is parsed."""
     if size > settings.ROSTER_MAX_BYTES:
         raise InvalidInput(
-            f"The roster file is larger than {settings.ROSTER_MAX_BYTES // 1024} KiB; split the course's roster.",
+            _("The roster file is larger than %(kib)s KiB; split the course's roster.")
+            % {"kib": settings.ROSTER_MAX_BYTES // 1024},
             fields={"file": "too large"},
         )
 
@@ -134,7 +137,7 @@ def _decode(data: bytes | str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InvalidInput(
-            "The roster file is not UTF-8 text; save it as “CSV UTF-8” and upload it again.",
+            _("The roster file is not UTF-8 text; save it as “CSV UTF-8” and upload it again."),
             fields={"file": "not UTF-8"},
         ) from None
 
@@ -144,22 +147,24 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
     roster_size_check(len(data) if isinstance(data, bytes) else len(data.encode()))
     text = _decode(data)
     if "\x00" in text:
-        return [], [RosterProblem(1, "the file holds NUL characters: it is not a CSV text file.")]
+        return [], [RosterProblem(1, _("the file holds NUL characters: it is not a CSV text file."))]
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     problems: list[RosterProblem] = []
     try:
         header = next(reader, None)
     except csv.Error as exc:
-        return [], [RosterProblem(1, f"the line cannot be read as CSV ({exc}).")]
+        return [], [RosterProblem(1, _("the line cannot be read as CSV (%(error)s).") % {"error": exc})]
     if not header or not any(cell.strip() for cell in header):
-        return [], [RosterProblem(1, "the file is empty; the first line names the columns, e.g. username,email,role.")]
+        return [], [
+            RosterProblem(1, _("the file is empty; the first line names the columns, e.g. username,email,role."))
+        ]
     names = [cell.strip().lower() for cell in header]
     unknown = [name for name in names if name not in COLUMNS]
     if "username" not in names or unknown:
         what = f"unknown column {', '.join(repr(n) for n in unknown)}; " if unknown else "no username column; "
         return [], [RosterProblem(1, what + f"the first line names the columns, of: {', '.join(COLUMNS)}.")]
     if len(set(names)) != len(names):
-        return [], [RosterProblem(1, "a column is named twice.")]
+        return [], [RosterProblem(1, _("a column is named twice."))]
     rows: list[RosterRow] = []
     seen: dict[str, int] = {}
     while True:
@@ -168,16 +173,21 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
         except StopIteration:
             break
         except csv.Error as exc:
-            problems.append(RosterProblem(reader.line_num, f"the line cannot be read as CSV ({exc})."))
+            problems.append(
+                RosterProblem(reader.line_num, _("the line cannot be read as CSV (%(error)s).") % {"error": exc})
+            )
             break
         line = reader.line_num
         if not any(cell.strip() for cell in cells):
             continue  # blank lines are allowed
         if len(rows) + len(problems) >= settings.ROSTER_MAX_ROWS:
-            problems.append(RosterProblem(line, f"more than {settings.ROSTER_MAX_ROWS} people; split the roster."))
+            problems.append(
+                RosterProblem(line, _("more than %(n)s people; split the roster.") % {"n": settings.ROSTER_MAX_ROWS})
+            )
             break
         if len(cells) != len(names):
-            problems.append(RosterProblem(line, f"{len(cells)} cells where the header names {len(names)} columns."))
+            why = _("%(cells)s cells where the header names %(columns)s columns.")
+            problems.append(RosterProblem(line, why % {"cells": len(cells), "columns": len(names)}))
             continue
         # An exported roster's cells that start like a formula carry a `'` (accounts.csvsafe): read them as they were.
         values = {name: unescape(cell.strip()) for name, cell in zip(names, cells, strict=True)}
@@ -187,7 +197,8 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
             continue
         key = username_key(row.username)  # "Ann" and "ann" are one person
         if key in seen:
-            problems.append(RosterProblem(line, f"{row.username} is listed twice (first on line {seen[key]})."))
+            why = _("%(name)s is listed twice (first on line %(first)s).")
+            problems.append(RosterProblem(line, why % {"name": row.username, "first": seen[key]}))
             continue
         seen[key] = line
         rows.append(row)
@@ -240,16 +251,28 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
         if user is None:
             if not row.email:
                 plan.problems.append(
-                    RosterProblem(row.line, f"{row.username} is not known to the portal and has no e-mail to invite.")
+                    RosterProblem(
+                        row.line,
+                        _("%(name)s is not known to the portal and has no e-mail to invite.") % {"name": row.username},
+                    )
                 )
             elif row.email.lower() in taken_emails:
                 owner = taken_emails[row.email.lower()]
                 plan.problems.append(
-                    RosterProblem(row.line, f"{row.email} belongs to the account {owner}; list that username instead.")
+                    RosterProblem(
+                        row.line,
+                        _("%(email)s belongs to the account %(owner)s; list that username instead.")
+                        % {"email": row.email, "owner": owner},
+                    )
                 )
             elif row.email.lower() in invited_emails:
                 first = invited_emails[row.email.lower()]
-                plan.problems.append(RosterProblem(row.line, f"{row.email} is also the e-mail of line {first}."))
+                plan.problems.append(
+                    RosterProblem(
+                        row.line,
+                        _("%(email)s is also the e-mail of line %(first)s.") % {"email": row.email, "first": first},
+                    )
+                )
             else:
                 invited_emails[row.email.lower()] = row.line
                 plan.invite.append(row)
@@ -312,7 +335,7 @@ def roster_commit(
     except IntegrityError:
         # An account of the same name was made meanwhile by another path (the admin console, a sign-in).
         raise Conflict(
-            "Someone was added to the portal meanwhile; upload the roster again for a new preview."
+            _("Someone was added to the portal meanwhile; upload the roster again for a new preview.")
         ) from None
     return plan
 
@@ -321,13 +344,17 @@ def _refuse_bad(plan: RosterPlan, fingerprint: str) -> None:
     if plan.problems:
         count = len(plan.problems)
         raise InvalidInput(
-            f"The roster has {count} bad line{'s' if count != 1 else ''}; nothing was imported. "
-            "Fix them and upload it again.",
+            ngettext(
+                "The roster has %(count)d bad line; nothing was imported. Fix it and upload it again.",
+                "The roster has %(count)d bad lines; nothing was imported. Fix them and upload it again.",
+                count,
+            )
+            % {"count": count},
             fields={"file": "; ".join(str(p) for p in plan.problems[:20])},
             problems=[{"line": p.line, "reason": p.reason} for p in plan.problems],
         )
     if fingerprint and fingerprint != plan.fingerprint:
-        raise Conflict("The course changed since your preview; look at the new preview before you confirm.")
+        raise Conflict(_("The course changed since your preview; look at the new preview before you confirm."))
 
 
 def _apply(plan: RosterPlan, *, course: Course, by: User, link_base: str) -> None:

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from accounts.errors import NotFound
 from accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, RosterInvitation, User
 from accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
+from accounts.timefmt import fmt_datetime
 
 # The policy a role gets when an admin has not written one (or left a limit blank).
 ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
@@ -179,7 +180,7 @@ def roster_course_for(user: User, code: str) -> Course:
     require_staff(user, ROSTERS_TEACHERS_ONLY)
     course = courses_roster_managed_by(user).filter(code=code).first()
     if course is None:
-        raise NotFound("No such course.")
+        raise NotFound(_("No such course."))
     return course
 
 
@@ -352,7 +353,7 @@ def token_live_of(user: User, token_id: int) -> ApiToken:
     """One of the person's working tokens; NotFound for anyone else's, a revoked or expired one, or none."""
     token = tokens_of(user).filter(pk=token_id).first()
     if token is None:
-        raise NotFound("No such API token.")
+        raise NotFound(_("No such API token."))
     return token
 
 
@@ -371,15 +372,15 @@ def token_refusal(token: ApiToken, *, now: dt.datetime | None = None) -> str | N
     """Why the token does not work (a sentence for the 401), or None when it does."""
 
     def local(moment: dt.datetime) -> str:
-        return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+        return f"{fmt_datetime(moment)} {timezone.localtime(moment):%Z}"
 
-    again = "Make a new one on your account page or with your password from POST /api/v1/token/."
+    again = _("Make a new one on your account page or with your password from POST /api/v1/token/.")
     if token.revoked_at is not None:
-        return f"This API token was revoked on {local(token.revoked_at)}. {again}"
+        return _("This API token was revoked on %(at)s.") % {"at": local(token.revoked_at)} + f" {again}"
     if token.session_generation is not None and token.session_generation != token.user.session_generation:
         return _("This API token was made in a browser session that was signed out everywhere.") + f" {again}"
     if token.expires_at is not None and token.expires_at <= (now or timezone.now()):
-        return f"This API token expired on {local(token.expires_at)}. {again}"
+        return _("This API token expired on %(at)s.") % {"at": local(token.expires_at)} + f" {again}"
     if not token.user.is_active:
-        return "This account is switched off; ask the lab staff."
+        return _("This account is switched off; ask the lab staff.")
     return None

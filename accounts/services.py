@@ -149,8 +149,8 @@ def token_expiry(*, days: int | None, now: dt.datetime | None = None) -> dt.date
     if days is None:
         days = ttl or None
     elif days < 1 or days > (ttl or TOKEN_LIFETIME_MAX_DAYS):
-        limit = f"between 1 and {ttl or TOKEN_LIFETIME_MAX_DAYS}"
-        raise InvalidInput(f"A token's lifetime is {limit} days.", fields={"expires_in_days": f"{limit} days"})
+        limit = _("between 1 and %(max)s days") % {"max": ttl or TOKEN_LIFETIME_MAX_DAYS}
+        raise InvalidInput(_("A token's lifetime is %(limit)s.") % {"limit": limit}, fields={"expires_in_days": limit})
     return None if days is None else (now or timezone.now()) + dt.timedelta(days=days)
 
 
@@ -173,7 +173,8 @@ def token_create(
     live = tokens_of(user).count() if capped else 0
     if live >= settings.API_TOKENS_MAX:
         raise InvalidInput(
-            f"You already have {live} API tokens, the most one person may hold: revoke one on your account page.",
+            _("You already have %(n)s API tokens, the most one person may hold: revoke one on your account page.")
+            % {"n": live},
             fields={"name": "too many tokens"},
         )
     expires_at = token_expiry(days=expires_in_days, now=now)
@@ -206,7 +207,7 @@ def token_revoke(*, user: User, token_id: int) -> ApiToken:
     """Revoke one of the person's tokens: scripts using it get 401 from now on. Someone else's: NotFound."""
     token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
     if token is None:
-        raise NotFound("No such API token.")
+        raise NotFound(_("No such API token."))
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
@@ -224,7 +225,7 @@ def token_authenticate(key: str, *, now: dt.datetime | None = None) -> tuple[Api
     (None or the token, the 401's sentence) otherwise."""
     token = token_find(key)
     if token is None:
-        return None, "Invalid token."
+        return None, _("Invalid token.")
     refusal = token_refusal(token, now=now)
     if refusal is not None:
         return token, refusal
@@ -259,7 +260,7 @@ def notice_dismiss(*, user: User, notice_id: int) -> bool:
     """Mark one of the person's notices read; True if it was unread. Someone else's or a missing one: NotFound."""
     mine = Notice.objects.filter(user=user, pk=notice_id)
     if not mine.exists():
-        raise NotFound("No such notice.")
+        raise NotFound(_("No such notice."))
     return bool(mine.filter(read_at__isnull=True).update(read_at=timezone.now()))
 
 
@@ -273,6 +274,17 @@ def sessions_end_everywhere(*, user: User) -> int:
     user.refresh_from_db(fields=["session_generation"])
     made_in_sessions = ApiToken.objects.filter(user=user, source=TokenSource.SESSION, revoked_at__isnull=True)
     return made_in_sessions.update(revoked_at=timezone.now())
+
+
+def user_language_set(*, user: User, language: str) -> str:
+    """The language the portal speaks to this person: one of settings.LANGUAGES, or "" to follow their browser."""
+    if language and language not in dict(settings.LANGUAGES):
+        raise InvalidInput(
+            _("Choose a language from the list."), fields={"language": _("Not a language of the portal.")}
+        )
+    User.objects.filter(pk=user.pk).update(language=language)
+    user.language = language
+    return language
 
 
 def user_report_email_set(*, user: User, wanted: bool) -> bool:

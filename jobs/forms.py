@@ -6,46 +6,53 @@ It only reshapes input; every rule is job_submit's, so the page and the API refu
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import User
+from accounts.timefmt import fmt_datetime, fmt_time
 from jobs.models import PriorityClass
 from jobs.selectors import datasets_available, reservations_for_jobs
 
 RUNTIMES = [
-    (600, "10 minutes"),
-    (3600, "1 hour"),
-    (4 * 3600, "4 hours"),
-    (24 * 3600, "24 hours"),
-    (3 * 24 * 3600, "3 days"),
-    (7 * 24 * 3600, "7 days"),
+    (600, _("10 minutes")),
+    (3600, _("1 hour")),
+    (4 * 3600, _("4 hours")),
+    (24 * 3600, _("24 hours")),
+    (3 * 24 * 3600, _("3 days")),
+    (7 * 24 * 3600, _("7 days")),
 ]
 
 
 class JobForm(forms.Form):
-    name = forms.CharField(max_length=120, help_text="What you will recognise it by, e.g. “resnet50 lr 0.1”.")
-    image = forms.CharField(max_length=255, help_text="A container image on the lab's allow-list.")
+    name = forms.CharField(
+        max_length=120, label=_("Name"), help_text=_("What you will recognise it by, e.g. “resnet50 lr 0.1”.")
+    )
+    image = forms.CharField(max_length=255, label=_("Image"), help_text=_("A container image on the lab's allow-list."))
     command = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
-        help_text="One argument per line, e.g. python / train.py / --epochs / 3. No shell: pipes and && are not run.",
+        label=_("Command"),
+        help_text=_(
+            "One argument per line, e.g. python / train.py / --epochs / 3. No shell: pipes and && are not run."
+        ),
     )
-    gpus = forms.IntegerField(min_value=1, initial=1, label="GPUs per node")
-    nodes = forms.IntegerField(min_value=1, initial=1, label="Nodes")
-    max_runtime_s = forms.TypedChoiceField(choices=RUNTIMES, coerce=int, initial=3600, label="Max runtime")
-    priority = forms.ChoiceField(choices=PriorityClass.choices, initial=PriorityClass.NORMAL)
-    reservation = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Reservation")
-    datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    gpus = forms.IntegerField(min_value=1, initial=1, label=_("GPUs per node"))
+    nodes = forms.IntegerField(min_value=1, initial=1, label=_("Nodes"))
+    max_runtime_s = forms.TypedChoiceField(choices=RUNTIMES, coerce=int, initial=3600, label=_("Max runtime"))
+    priority = forms.ChoiceField(choices=PriorityClass.choices, initial=PriorityClass.NORMAL, label=_("Priority"))
+    reservation = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label=_("Reservation"))
+    datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label=_("Datasets"))
     env = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        label="Environment",
-        help_text="NAME=value, one per line.",
+        label=_("Environment"),
+        help_text=_("NAME=value, one per line."),
     )
 
     def __init__(self, *args, user: User, **kwargs):
         super().__init__(*args, **kwargs)
         reservations = reservations_for_jobs(user)
-        self.fields["reservation"].choices = [("", "None: the shared pool")] + [
-            (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
+        self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
+            (r.pk, f"{r.title} ({fmt_datetime(r.starts_at)}–{fmt_time(r.ends_at)})") for r in reservations
         ]
         self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_available()]
         if not self.fields["datasets"].choices:
@@ -63,7 +70,7 @@ class JobForm(forms.Form):
                 continue
             name, sep, value = line.strip().partition("=")
             if not sep:
-                raise forms.ValidationError(f"Line {number} is not NAME=value.")
+                raise forms.ValidationError(_("Line %(number)s is not NAME=value.") % {"number": number})
             env[name.strip()] = value
         return env
 

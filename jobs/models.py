@@ -12,17 +12,18 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from labs.ledger import Ref
 
 
 class JobState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    STARTING = "starting", "Starting"
-    RUNNING = "running", "Running"
-    SUCCEEDED = "succeeded", "Succeeded"
-    FAILED = "failed", "Failed"
-    CANCELLED = "cancelled", "Cancelled"
+    QUEUED = "queued", gettext_lazy("Queued")
+    STARTING = "starting", gettext_lazy("Starting")
+    RUNNING = "running", gettext_lazy("Running")
+    SUCCEEDED = "succeeded", gettext_lazy("Succeeded")
+    FAILED = "failed", gettext_lazy("Failed")
+    CANCELLED = "cancelled", gettext_lazy("Cancelled")
 
 
 # Queued or holding GPUs: what counts against max_jobs at submission.
@@ -33,15 +34,15 @@ FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
 class PriorityClass(models.TextChoices):
-    LOW = "low", "Low (runs when the lab is idle; preempted first)"
-    NORMAL = "normal", "Normal"
-    HIGH = "high", "High (teachers and admins)"
+    LOW = "low", gettext_lazy("Low (runs when the lab is idle; preempted first)")
+    NORMAL = "normal", gettext_lazy("Normal")
+    HIGH = "high", gettext_lazy("High (teachers and admins)")
 
 
 class StopReason(models.TextChoices):
     NONE = "", "—"
-    CANCELLED = "cancelled", "Cancelled"
-    PREEMPTED = "preempted", "Preempted"
+    CANCELLED = "cancelled", gettext_lazy("Cancelled")
+    PREEMPTED = "preempted", gettext_lazy("Preempted")
 
 
 dataset_name_validator = RegexValidator(

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.errors import BackendError, PortalError
@@ -51,7 +52,9 @@ def job_new(request: HttpRequest) -> HttpResponse:
                     answer, status = job_preview(user=request.user, **form.request_fields()), 200
                 else:
                     job = job_submit(user=request.user, **form.request_fields())
-                    messages.success(request, f"“{job.name}” is queued: {job.reason}.")
+                    messages.success(
+                        request, _("“%(name)s” is queued: %(reason)s.") % {"name": job.name, "reason": job.reason}
+                    )
                     return redirect("job", job_id=job.pk)
             except PortalError as exc:
                 status = exc.status
@@ -102,7 +105,7 @@ def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
         require_owner_or_admin(request.user, job.owner_id, JOB_OWNER_ACTION)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm the cancellation.")
+            messages.error(request, _("Tick the box to confirm the cancellation."))
             return render(request, "jobs/cancel.html", {"job": job}, status=400)
         try:
             job = job_cancel(user=request.user, job=job)
@@ -110,8 +113,11 @@ def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
             messages.error(request, exc.message)
             return redirect("job", job_id=job.pk)
         if job.state == JobState.CANCELLED:
-            messages.success(request, f"“{job.name}” is cancelled.")
+            messages.success(request, _("“%(name)s” is cancelled.") % {"name": job.name})
         else:
-            messages.success(request, f"“{job.name}” is being stopped; it is cancelled once its processes are gone.")
+            messages.success(
+                request,
+                _("“%(name)s” is being stopped; it is cancelled once its processes are gone.") % {"name": job.name},
+            )
         return redirect("job", job_id=job.pk)
     return render(request, "jobs/cancel.html", {"job": job})

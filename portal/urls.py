@@ -3,6 +3,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
+from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from jobs import urls as jobs_urls
@@ -59,6 +60,8 @@ api_v1 = [
 
 urlpatterns = [
     path("", web.dashboard, name="dashboard"),
+    # The pages' scripts' strings in the person's language (gettext() in static/js/, locale/*/djangojs.po).
+    path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("login/", web.LoginView.as_view(), name="login"),
     path("login/oidc/", signin.OIDCStartView.as_view(), name="oidc_start"),
     path("login/oidc/callback/", signin.OIDCCallbackView.as_view(), name="oidc_callback"),

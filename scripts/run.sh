@@ -13,6 +13,13 @@ if ! command -v bwrap >/dev/null 2>&1; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends bubblewrap
 fi
+# The translations (locale/*.po) compile with Debian's gettext (msgfmt): the .mo files are built, not committed.
+if ! command -v msgfmt >/dev/null 2>&1; then
+  echo "==> installing gettext"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends gettext
+fi
 # Notebooks: JupyterHub's proxy (configurable-http-proxy) from npm, with Debian's Node.js if there is none.
 if [ ! -x node_modules/.bin/configurable-http-proxy ]; then
   if ! command -v npm >/dev/null 2>&1; then
@@ -31,6 +38,7 @@ export DEBUG="${DEBUG:-true}" INVENTORY_BACKEND=local
 # No Celery worker here: the periodic runner moves the notebook queue, so let it look often.
 export NOTEBOOKS_TICK_S="${NOTEBOOKS_TICK_S:-2}"
 mkdir -p var
+python manage.py compilemessages -v0 --ignore=.venv --ignore=node_modules
 python manage.py migrate --no-input -v0
 python manage.py seed_demo
 # The in-process worker: periodic tasks (reservation tick, ...) through the same code as Celery beat.

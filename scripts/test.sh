@@ -24,6 +24,9 @@ command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v slapd >/dev/null 2>&1 || [ -x /usr/sbin/slapd ] || missing+=(slapd)
 command -v ldapadd >/dev/null 2>&1 || missing+=(ldap-utils)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+# gettext: msgfmt compiles the translations (locale/*.po, into .mo files that are built, not committed) and
+# xgettext extracts them for the catalogue's up-to-date test (tests/portal/test_translations.py).
+command -v msgfmt >/dev/null 2>&1 || missing+=(gettext)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
@@ -44,6 +47,8 @@ fi
 echo "==> ruff"
 ruff check .
 ruff format --check --quiet . || { echo "ruff format would change files: run 'ruff format .'" >&2; exit 1; }
+echo "==> compilemessages"
+python manage.py compilemessages -v0 --ignore=.venv --ignore=node_modules
 echo "==> pytest (PostgreSQL)"
 python -m pytest "$@"
 # The embedded path: the run command's SQLite (tests/settings_sqlite.py) under the reservation, job and notebook

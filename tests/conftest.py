@@ -24,6 +24,18 @@ def _real_services(django_db_setup, django_db_blocker):
         assert connection.vendor == "postgresql", "Run the tests on PostgreSQL: see README (scripts/test.sh)."
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _translations_compiled():
+    """The .mo files are built, not committed: compile locale/ (only what changed) before the first test, as
+    scripts/test.sh does, so that a targeted pytest run speaks Portuguese too. Needs Debian's gettext (msgfmt)."""
+    import shutil
+
+    from django.core.management import call_command
+
+    if shutil.which("msgfmt"):
+        call_command("compilemessages", verbosity=0, ignore_patterns=[".venv/*", "node_modules/*"])
+
+
 def pytest_collection_modifyitems(config, items):
     """On SQLite (tests/settings_sqlite.py), skip what needs PostgreSQL itself."""
     from django.conf import settings

@@ -92,6 +92,8 @@ ENTRY_POINTS = {
         "accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
         "accounts.ratelimit",  # the one rate limiter services call before a write
         "accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
+        "accounts.timefmt",  # the one rule for time: the lab's zone, one format per kind, the person's language
+        "accounts.locale",  # a person's language (e-mails and notices speak it) and numbers as it writes them
     ),
     "labs": (
         "labs",

@@ -11,19 +11,20 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy
 
 from accounts.usernames import NamedUserManager, username_taken_sentence
 
 
 class Role(models.TextChoices):
-    STUDENT = "student", "Student"
-    TEACHER = "teacher", "Teacher"
-    ADMIN = "admin", "Admin"
+    STUDENT = "student", gettext_lazy("Student")
+    TEACHER = "teacher", gettext_lazy("Teacher")
+    ADMIN = "admin", gettext_lazy("Admin")
 
 
 class RoleSource(models.TextChoices):
-    MANUAL = "manual", "Set by hand"
-    IDP = "idp", "From the sign-in's groups"
+    MANUAL = "manual", gettext_lazy("Set by hand")
+    IDP = "idp", gettext_lazy("From the sign-in's groups")
 
 
 class PortalUserManager(NamedUserManager):
@@ -48,6 +49,11 @@ class User(AbstractUser):
         default=True,
         help_text="Teachers and admins: the weekly usage summary by e-mail (turned off on the account page).",
     )
+
+    # The language the portal speaks to this person (pages, e-mails), chosen on the account page: one of
+    # settings.LANGUAGES, or empty until chosen (their browser's Accept-Language decides, and e-mails go out in the
+    # lab's LANGUAGE_CODE).
+    language = models.CharField(max_length=16, blank=True, default="", help_text="Empty: the browser's language.")
 
     objects = PortalUserManager()
 
@@ -148,18 +154,18 @@ class Course(models.Model):
 class MembershipSource(models.TextChoices):
     """Where a place in a course came from: the sign-in's group mapping adds and removes only its own."""
 
-    MANUAL = "manual", "By hand"
-    IDP = "idp", "The sign-in's groups"
-    ROSTER = "roster", "A course roster"
+    MANUAL = "manual", gettext_lazy("By hand")
+    IDP = "idp", gettext_lazy("The sign-in's groups")
+    ROSTER = "roster", gettext_lazy("A course roster")
 
 
 class CourseRole(models.TextChoices):
     """A person's part in a course they are enrolled in. Teachers are `Course.teachers`, not enrollments."""
 
-    STUDENT = "student", "Student"
+    STUDENT = "student", gettext_lazy("Student")
     # Between student and teacher: sees the course's students, their usage and notebooks and may stop a student's
     # notebook; books no nodes and changes no quota or profile (accounts.permissions says so).
-    ASSISTANT = "assistant", "Teaching assistant"
+    ASSISTANT = "assistant", gettext_lazy("Teaching assistant")
 
 
 class Enrollment(models.Model):
@@ -228,8 +234,8 @@ class ExternalIdentity(models.Model):
 
 
 class NoticeLevel(models.TextChoices):
-    INFO = "info", "Information"
-    WARNING = "warning", "Warning"
+    INFO = "info", gettext_lazy("Information")
+    WARNING = "warning", gettext_lazy("Warning")
 
 
 class Notice(models.Model):
@@ -254,9 +260,9 @@ class Notice(models.Model):
 
 
 class InvitationAnswer(models.TextChoices):
-    ACCEPTED = "accepted", "Accepted"
-    DECLINED = "declined", "Declined"
-    WITHDRAWN = "withdrawn", "Withdrawn by a later roster"
+    ACCEPTED = "accepted", gettext_lazy("Accepted")
+    DECLINED = "declined", gettext_lazy("Declined")
+    WITHDRAWN = "withdrawn", gettext_lazy("Withdrawn by a later roster")
 
 
 class RosterInvitation(models.Model):

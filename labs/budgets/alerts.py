@@ -14,14 +14,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import smtplib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
+from accounts.locale import fmt_number, speaking
 from accounts.models import NoticeLevel, User
 from accounts.services import notice_send
 from labs.budgets.selectors import BudgetUse, alert_recipients, budget_use, thresholds_of, who_raises
@@ -31,19 +33,31 @@ log = logging.getLogger(__name__)
 
 
 def alert_sentence(use: BudgetUse, threshold: int) -> str:
+    """The alert, in the active language (each recipient's: `speaking(person)`)."""
     budget, period = use.budget, use.period
-    text = (
-        f"Budget “{budget.name}” ({budget.scope_label}) has reached {threshold} %: {use.used_gpu_hours:,.1f} of"
-        f" {budget.gpu_hours:,.1f} GPU-hours {period.label}."
-    )
+    text = _(
+        "Budget “%(name)s” (%(scope)s) has reached %(threshold)s %%: %(used)s of %(allowed)s GPU-hours %(period)s."
+    ) % {
+        "name": budget.name,
+        "scope": budget.scope_label,
+        "threshold": threshold,
+        "used": fmt_number(use.used_gpu_hours, 1),
+        "allowed": fmt_number(budget.gpu_hours, 1),
+        "period": period.label,
+    }
     if use.cost is not None:
-        text += f" Cost so far: {use.cost:,.2f} {use.currency}."
+        text += " " + _("Cost so far: %(cost)s %(currency)s.") % {
+            "cost": fmt_number(use.cost, 2),
+            "currency": use.currency,
+        }
     if threshold >= 100:
         if budget.on_exceed == BudgetAction.BLOCK:
-            text += f" New notebooks and jobs that count against it are refused until {period.resets}."
+            text += " " + _("New notebooks and jobs that count against it are refused until %(day)s.") % {
+                "day": period.resets
+            }
         else:
-            text += " New work still starts (this budget only warns)."
-        text += f" Ask {who_raises(budget)} to raise it if more is needed."
+            text += " " + _("New work still starts (this budget only warns).")
+        text += " " + _("Ask %(whom)s to raise it if more is needed.") % {"whom": who_raises(budget)}
     return text
 
 
@@ -51,15 +65,18 @@ class NobodyReached(Exception):
     """Every e-mail of an alert was refused: the alert is not recorded, so the next check tries again."""
 
 
-def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
-    """E-mail each person on their own, over one connection; how many were reached. Raises NobodyReached (or the
-    connection's error) when people with an address were due an e-mail and none could be reached."""
+def _mail(recipients: Iterable[User], compose: Callable[[], tuple[str, str]]) -> int:
+    """E-mail each person on their own, in their language (`compose()` gives the subject and body, called as they
+    speak), over one connection; how many were reached. Raises NobodyReached (or the connection's error) when people
+    with an address were due an e-mail and none could be reached."""
     addressed = [person for person in recipients if person.email]
     if not addressed:
         return 0
     reached, refused = 0, []
     with get_connection(fail_silently=False) as connection:  # a server that is down raises here: nobody reached
         for person in addressed:
+            with speaking(person):
+                subject, body = compose()
             message = EmailMessage(
                 subject=subject,
                 body=body,
@@ -80,13 +97,24 @@ def _mail(recipients: Iterable[User], subject: str, body: str) -> int:
 def _tell(use: BudgetUse, threshold: int, *, now: dt.datetime) -> tuple[int, int]:
     if use.budget.price_per_kwh is not None:  # the check reads no energy (a telemetry join); the sentence's cost does
         use = budget_use(use.budget, now=now)
-    text = alert_sentence(use, threshold)
     people = alert_recipients(use.budget)
     level = NoticeLevel.WARNING if threshold >= 80 else NoticeLevel.INFO
     ref = f"budget:{use.budget.pk}:{use.period.first_day:%Y%m%d}:{threshold}"
-    notices = sum(notice_send(user=person, text=text, ref=ref, level=level) for person in people)
-    subject = f"[{settings.LAB_NAME}] Budget “{use.budget.name}” at {threshold} %"
-    emails = _mail(people, subject, text + "\n\nThe lab's usage: sign in to the portal to see the details.\n")
+    notices = 0
+    for person in people:  # each in their own language
+        with speaking(person):
+            notices += notice_send(user=person, text=alert_sentence(use, threshold), ref=ref, level=level)
+
+    def compose() -> tuple[str, str]:
+        subject = _("[%(lab)s] Budget “%(name)s” at %(threshold)s %%") % {
+            "lab": settings.LAB_NAME,
+            "name": use.budget.name,
+            "threshold": threshold,
+        }
+        details = _("The lab's usage: sign in to the portal to see the details.")
+        return subject, f"{alert_sentence(use, threshold)}\n\n{details}\n"
+
+    emails = _mail(people, compose)
     return notices, emails
 
 

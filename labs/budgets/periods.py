@@ -5,7 +5,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+
+from accounts.timefmt import fmt_date
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,13 +26,13 @@ class Period:
             and (self.last_day + dt.timedelta(days=1)).day == 1
             and (self.first_day.month == self.last_day.month)
         ):
-            return f"in {self.first_day:%B %Y}"
-        return f"from {self.first_day:%Y-%m-%d} to {self.last_day:%Y-%m-%d}"
+            return _("in %(month)s") % {"month": formats.date_format(self.first_day, "MONTH_YEAR_FORMAT")}
+        return _("from %(first)s to %(last)s") % {"first": fmt_date(self.first_day), "last": fmt_date(self.last_day)}
 
     @property
     def resets(self) -> str:
         """When new use may start again: the next period's first day, or the budget's end."""
-        return f"{self.last_day + dt.timedelta(days=1):%Y-%m-%d}"
+        return fmt_date(self.last_day + dt.timedelta(days=1))
 
 
 def _midnight(day: dt.date) -> dt.datetime:

@@ -16,9 +16,12 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
+from accounts.locale import fmt_number, language_of, speaking
 from accounts.models import Course, User
 from accounts.selectors import lab_admins, work_visible_to
+from accounts.timefmt import fmt_date
 from labs.budgets.selectors import WORK_KINDS, budgets_use
 from labs.ledger import gpu_hours, gpu_hours_by_course, gpu_hours_by_user, week_start
 from labs.models import Allocation
@@ -26,6 +29,10 @@ from labs.models.budgets import Budget, UsageReportSent
 
 log = logging.getLogger(__name__)
 TOP = 10
+
+
+def H(hours) -> str:  # noqa: N802 - GPU-hours as the active language writes them
+    return fmt_number(hours, 1)
 
 
 def report_week(now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
@@ -47,16 +54,19 @@ def _courses_of_week(start: dt.datetime, end: dt.datetime) -> QuerySet[Course]:
 
 def _course_lines(course: Course, start: dt.datetime, end: dt.datetime, teacher: User) -> list[str]:
     total = gpu_hours(_work().filter(course=course), start=start, end=end)
-    lines = [f"{course.code} — {course.name}: {total:,.1f} GPU-hours"]
+    lines = [
+        _("%(code)s — %(name)s: %(hours)s GPU-hours") % {"code": course.code, "name": course.name, "hours": H(total)}
+    ]
     students = list(course.students.values_list("pk", "username"))
     # What each booked to the course, as the teacher may see it: never a student's work outside the course.
     seen = Q(course=course) & work_visible_to(teacher, owner="user", course="course", at="starts_at")
     hours = gpu_hours_by_user([pk for pk, _ in students], start=start, end=end, where=seen)
     names = dict(students)
     ranked = sorted(((used, names[pk]) for pk, used in hours.items() if used), reverse=True)[:TOP]
-    lines += [f"    {name}: {used:,.1f} GPU-hours (booked to {course.code})" for used, name in ranked]
+    booked = _("%(name)s: %(hours)s GPU-hours (booked to %(code)s)")
+    lines += ["    " + booked % {"name": name, "hours": H(used), "code": course.code} for used, name in ranked]
     if not ranked:
-        lines.append("    no student used a GPU this week")
+        lines.append("    " + _("no student used a GPU this week"))
     return lines
 
 
@@ -65,10 +75,15 @@ def _budget_lines(budgets: QuerySet[Budget], now: dt.datetime) -> list[str]:
     for use in budgets_use(budgets, now=now, with_energy=False):
         if use.period is None:
             continue
-        line = f"  Budget “{use.budget.name}”: {use.used_gpu_hours:,.1f} of {use.budget.gpu_hours:,.1f} GPU-hours"
-        line += f" ({use.pct} %) {use.period.label}"
+        line = "  " + _("Budget “%(name)s”: %(used)s of %(allowed)s GPU-hours (%(pct)s %%) %(period)s") % {
+            "name": use.budget.name,
+            "used": H(use.used_gpu_hours),
+            "allowed": H(use.budget.gpu_hours),
+            "pct": use.pct,
+            "period": use.period.label,
+        }
         if use.cost is not None:
-            line += f", {use.cost:,.2f} {use.currency}"
+            line += f", {fmt_number(use.cost, 2)} {use.currency}"
         lines.append(line)
     return lines
 
@@ -77,8 +92,10 @@ def lab_lines(*, start: dt.datetime, end: dt.datetime, now: dt.datetime) -> list
     """The admins' part: the lab, each course in term, every budget. The same for every admin: built once a run."""
     courses = list(_courses_of_week(start, end))
     hours = gpu_hours_by_course([course.pk for course in courses], start=start, end=end)
-    lines = [f"The lab: {gpu_hours(_work(), start=start, end=end):,.1f} GPU-hours of notebooks and jobs."]
-    lines += [f"  {course.code}: {hours[course.pk]:,.1f} GPU-hours" for course in courses]
+    lab = _("The lab: %(hours)s GPU-hours of notebooks and jobs.")
+    lines = [lab % {"hours": H(gpu_hours(_work(), start=start, end=end))}]
+    each = _("%(code)s: %(hours)s GPU-hours")
+    lines += ["  " + each % {"code": course.code, "hours": H(hours[course.pk])} for course in courses]
     return lines + _budget_lines(Budget.objects.select_related("course", "user"), now)
 
 
@@ -88,9 +105,10 @@ def report_text(
     """One person's summary; `lab`: the admins' part when already built (lab_lines)."""
     local_start, local_end = timezone.localtime(start), timezone.localtime(end) - dt.timedelta(days=1)
     lines = [
-        f"Hello {person.get_full_name() or person.username},",
+        _("Hello %(name)s,") % {"name": person.get_full_name() or person.username},
         "",
-        f"GPU usage of {settings.LAB_NAME} in the week {local_start:%Y-%m-%d} to {local_end:%Y-%m-%d}:",
+        _("GPU usage of %(lab)s in the week %(first)s to %(last)s:")
+        % {"lab": settings.LAB_NAME, "first": fmt_date(local_start), "last": fmt_date(local_end)},
         "",
     ]
     if person.is_lab_admin:
@@ -101,8 +119,8 @@ def report_text(
             lines += _course_lines(course, start, end, person)
             lines += _budget_lines(Budget.objects.filter(course=course).select_related("course"), now)
         if not courses:
-            lines.append("None of your courses was in term this week.")
-    lines += ["", "Turn these e-mails off on your account page in the portal."]
+            lines.append(_("None of your courses was in term this week."))
+    lines += ["", _("Turn these e-mails off on your account page in the portal.")]
     return "\n".join(lines) + "\n"
 
 
@@ -122,22 +140,26 @@ def usage_weekly_report(*, now: dt.datetime | None = None) -> dict[str, int]:
     if week is None:
         return report
     start, end = week
-    lab = None
+    labs: dict[str, list[str]] = {}  # the admins' part, built once a run per language
     for person in report_recipients(start, end):
         try:
             with transaction.atomic():
-                _, created = UsageReportSent.objects.get_or_create(
+                _row, created = UsageReportSent.objects.get_or_create(
                     user=person, week_start=timezone.localtime(start).date(), defaults={"sent_at": now}
                 )
                 if not created:
                     continue
-                if person.is_lab_admin and lab is None:
-                    lab = lab_lines(start=start, end=end, now=now)
+                with speaking(person):  # in the recipient's language
+                    language = language_of(person)
+                    if person.is_lab_admin and language not in labs:
+                        labs[language] = lab_lines(start=start, end=end, now=now)
+                    subject = _("[%(lab)s] GPU usage, week of %(first)s") % {
+                        "lab": settings.LAB_NAME,
+                        "first": fmt_date(timezone.localtime(start)),
+                    }
+                    body = report_text(person, start=start, end=end, now=now, lab=labs.get(language))
                 EmailMessage(
-                    subject=f"[{settings.LAB_NAME}] GPU usage, week of {timezone.localtime(start):%Y-%m-%d}",
-                    body=report_text(person, start=start, end=end, now=now, lab=lab),
-                    from_email=settings.DEFAULT_FROM_EMAIL,
-                    to=[person.email],
+                    subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL, to=[person.email]
                 ).send(fail_silently=False)
             report["sent"] += 1
         except Exception:  # this person's mail failed and is not recorded: the next run tries again

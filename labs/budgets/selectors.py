@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db.models import F, FloatField, Q, QuerySet, Sum
 from django.db.models.functions import Cast
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.errors import NotFound
 from accounts.models import Course, User
@@ -162,7 +163,7 @@ def budgets_over(*, user: User, course: Course | None, now: dt.datetime) -> list
 
 
 def who_raises(budget: Budget) -> str:
-    return "your teacher or an admin" if budget.course_id else "an admin"
+    return _("your teacher or an admin") if budget.course_id else _("an admin")
 
 
 def alert_recipients(budget: Budget) -> list[User]:

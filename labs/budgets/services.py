@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from accounts.errors import InvalidInput
 from accounts.models import Course, NoticeLevel, User
@@ -37,7 +38,7 @@ BUDGET_FIELDS = (
     "on_exceed",
     "note",
 )
-MANAGE = "manage budgets"
+MANAGE = gettext_noop("manage budgets")
 
 
 def _decimal_or_none(value: Any) -> Any:

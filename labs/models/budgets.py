@@ -13,6 +13,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from labs.budgets.validation import (
     MAX_BUDGET_GPU_HOURS,
@@ -24,13 +26,13 @@ from labs.budgets.validation import (
 
 
 class BudgetPeriod(models.TextChoices):
-    TERM = "term", "Term (from its first to its last day)"
-    MONTH = "month", "Each calendar month"
+    TERM = "term", gettext_lazy("Term (from its first to its last day)")
+    MONTH = "month", gettext_lazy("Each calendar month")
 
 
 class BudgetAction(models.TextChoices):
-    WARN = "warn", "Warn only"
-    BLOCK = "block", "Refuse new notebooks and jobs"
+    WARN = "warn", gettext_lazy("Warn only")
+    BLOCK = "block", gettext_lazy("Refuse new notebooks and jobs")
 
 
 class Budget(models.Model):
@@ -115,7 +117,9 @@ class Budget(models.Model):
 
     @property
     def scope_label(self) -> str:
-        return f"course {self.course.code}" if self.course_id else f"user {self.user.username}"
+        if self.course_id:
+            return _("course %(code)s") % {"code": self.course.code}
+        return _("user %(name)s") % {"name": self.user.username}
 
     def clean(self) -> None:
         budget_fill_days(self, today=timezone.localdate())

@@ -8,14 +8,15 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy
 
 from labs.models.nodes import Gpu
 
 
 class AllocationKind(models.TextChoices):
-    NOTEBOOK = "notebook", "Notebook session"
-    JOB = "job", "Training job attempt"
-    RESERVATION = "reservation", "Node reservation"
+    NOTEBOOK = "notebook", gettext_lazy("Notebook session")
+    JOB = "job", gettext_lazy("Training job attempt")
+    RESERVATION = "reservation", gettext_lazy("Node reservation")
 
 
 class Allocation(models.Model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 # Kubernetes node names are DNS-1123 subdomains; we keep to the label subset (no dots) for readability.
 node_name_validator = RegexValidator(
@@ -14,9 +15,9 @@ node_name_validator = RegexValidator(
 
 
 class NodeStatus(models.TextChoices):
-    READY = "ready", "Ready"
-    CORDONED = "cordoned", "Cordoned"
-    DOWN = "down", "Down"
+    READY = "ready", gettext_lazy("Ready")
+    CORDONED = "cordoned", gettext_lazy("Cordoned")
+    DOWN = "down", gettext_lazy("Down")
 
 
 class Node(models.Model):

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 
 class NotebookProfile(models.Model):
@@ -85,12 +86,12 @@ class NotebookProfile(models.Model):
 
 
 class NotebookStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    STARTING = "starting", "Starting"
-    READY = "ready", "Ready"
-    STOPPING = "stopping", "Stopping"
-    STOPPED = "stopped", "Stopped"
-    FAILED = "failed", "Failed"
+    QUEUED = "queued", gettext_lazy("Queued")
+    STARTING = "starting", gettext_lazy("Starting")
+    READY = "ready", gettext_lazy("Ready")
+    STOPPING = "stopping", gettext_lazy("Stopping")
+    STOPPED = "stopped", gettext_lazy("Stopped")
+    FAILED = "failed", gettext_lazy("Failed")
 
 
 # Count against the concurrent-notebook quota.

@@ -5,16 +5,17 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy
 
 from labs.models.nodes import Node
 
 
 class ReservationStatus(models.TextChoices):
-    PENDING = "pending", "Waiting for approval"
-    APPROVED = "approved", "Approved"
-    ACTIVE = "active", "Active"
-    ENDED = "ended", "Ended"
-    CANCELLED = "cancelled", "Cancelled"
+    PENDING = "pending", gettext_lazy("Waiting for approval")
+    APPROVED = "approved", gettext_lazy("Approved")
+    ACTIVE = "active", gettext_lazy("Active")
+    ENDED = "ended", gettext_lazy("Ended")
+    CANCELLED = "cancelled", gettext_lazy("Cancelled")
 
 
 # A reservation in these states keeps its nodes: a pending one holds them until an admin decides.

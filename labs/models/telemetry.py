@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy
 
 from labs.models.nodes import Gpu, Node
 
@@ -63,8 +64,8 @@ class NodeAgentToken(models.Model):
 
 
 class GpuAlertKind(models.TextChoices):
-    TEMPERATURE = "temperature", "Temperature"
-    XID = "xid", "Xid error"
+    TEMPERATURE = "temperature", gettext_lazy("Temperature")
+    XID = "xid", gettext_lazy("Xid error")
 
 
 class GpuAlert(models.Model):

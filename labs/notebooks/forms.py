@@ -9,6 +9,8 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 
 from django import forms
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Course, Role, User
 from labs.inventory import RTX_4090_MEMORY_MB
@@ -22,11 +24,13 @@ def share_label(share: Decimal | float) -> str:
     """A GPU share as people say it: "¼ of an RTX 4090", "a whole RTX 4090" (static/js/notebooks.js agrees)."""
     share = float(share)
     if share >= 1:
-        return "a whole RTX 4090"
+        return gettext("a whole RTX 4090")
     for value, glyph in FRACTIONS:
         if abs(share - value) < 0.002:
-            return f"{glyph} of an RTX 4090"
-    return f"{Decimal(str(share * 100)).quantize(Decimal('1'), rounding=ROUND_HALF_UP)} % of an RTX 4090"
+            return gettext("%(share)s of an RTX 4090") % {"share": glyph}
+    return gettext("%(share)s %% of an RTX 4090") % {
+        "share": Decimal(str(share * 100)).quantize(Decimal("1"), rounding=ROUND_HALF_UP)
+    }
 
 
 def hours_label(hours: Decimal | float) -> str:
@@ -65,25 +69,30 @@ class NotebookProfileForm(forms.ModelForm):
         choices=Role.choices,
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        label="Offered to every",
-        help_text="Every person of these roles may start it, whatever their courses.",
+        label=_("Offered to every"),
+        help_text=_("Every person of these roles may start it, whatever their courses."),
     )
     courses = forms.ModelMultipleChoiceField(
         queryset=Course.objects.none(),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Students taking these courses (and their teachers) may start it.",
+        label=_("Courses"),
+        help_text=_("Students taking these courses (and their teachers) may start it."),
     )
 
     class Meta:
         model = NotebookProfile
         fields = [*PROFILE_FIELDS, "roles", "courses"]
         labels = {
-            "gpu_share": "GPU share",
-            "gpu_mem_mb": "GPU memory cap (MB)",
-            "cpu": "CPU cores",
-            "memory_gb": "Memory (GB)",
-            "max_session_h": "Longest session (hours)",
+            "name": _("Name"),
+            "slug": _("Short name"),
+            "description": _("Description"),
+            "image": _("Image"),
+            "gpu_share": _("GPU share"),
+            "gpu_mem_mb": _("GPU memory cap (MB)"),
+            "cpu": _("CPU cores"),
+            "memory_gb": _("Memory (GB)"),
+            "max_session_h": _("Longest session (hours)"),
         }
 
     def __init__(self, *args, user: User, **kwargs):
@@ -94,15 +103,15 @@ class NotebookProfileForm(forms.ModelForm):
         else:
             # Teachers offer profiles to the courses they teach, never to a whole role.
             self.fields["courses"].queryset = Course.objects.filter(teachers=user).order_by("code")
-            self.fields["courses"].help_text = "Students taking these courses of yours may start it."
+            self.fields["courses"].help_text = _("Students taking these courses of yours may start it.")
             del self.fields["roles"]
         if self.instance.pk is not None:
             for name in ("gpu_share", "cpu", "memory_gb", "max_session_h"):
                 if not self.is_bound:
                     self.initial[name] = number_label(getattr(self.instance, name))  # 0.25, not 0.250
             self.fields["slug"].disabled = True
-            self.fields["slug"].help_text = "Scripts use it; it stays as it is."
-        self.fields["gpu_share"].help_text = "Share of one RTX 4090 from 0.05 to 1, e.g. 0.25 for a quarter."
+            self.fields["slug"].help_text = _("Scripts use it; it stays as it is.")
+        self.fields["gpu_share"].help_text = _("Share of one RTX 4090 from 0.05 to 1, e.g. 0.25 for a quarter.")
         self.fields["description"].widget = forms.Textarea(attrs={"rows": 2})
         for name in ("slug", "image"):
             self.fields[name].widget.attrs["spellcheck"] = "false"

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, CourseRole, User
@@ -83,7 +84,7 @@ def may_stop(user: User, session: NotebookSession) -> bool:
 def require_may_stop(user: User, session: NotebookSession) -> None:
     """The page's Stop and the service ask the same rule and refuse with the same sentence (403: they can see it)."""
     if not may_stop(user, session):
-        raise NotPermitted(OWNER_TEACHER_OR_ADMIN.format(what="stop this notebook"))
+        raise NotPermitted(gettext(OWNER_TEACHER_OR_ADMIN).format(what=gettext("stop this notebook")))
 
 
 def queue_order() -> list[int]:

@@ -15,6 +15,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from accounts.models import Course, User
@@ -151,7 +152,7 @@ def notebooks_stop_course(*, user: User, course: Course, now: dt.datetime | None
 def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | None = None) -> NotebookSession:
     """Keep a running notebook: resets the idle clock and adds NOTEBOOKS_EXTEND_MIN, when the quota allows."""
     now = now or timezone.now()
-    require_owner_or_admin(user, session.user_id, "extend this notebook")
+    require_owner_or_admin(user, session.user_id, gettext_noop("extend this notebook"))
     with transaction.atomic():
         row = NotebookSession.objects.select_for_update().select_related("profile").get(pk=session.pk)
         if row.status != NotebookStatus.READY:

@@ -14,6 +14,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.errors import NotFound, PortalError
@@ -24,6 +26,7 @@ from accounts.permissions import (
     require_staff,
 )
 from accounts.selectors import effective_quota
+from accounts.timefmt import fmt_time
 from labs.ledger import week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus
 from labs.notebooks.forms import NotebookProfileForm, NotebookStartForm, profile_card, share_label
@@ -116,13 +119,14 @@ def notebook_list(request: HttpRequest) -> HttpResponse:
     session = notebook_for(request.user, session.pk)  # as it is after the commit (the pass may have moved it)
     name = session.profile.name
     if session.status == NotebookStatus.READY:
-        messages.success(request, f"“{name}” is ready: open it below.")
+        messages.success(request, _("“%(name)s” is ready: open it below.") % {"name": name})
     elif session.status == NotebookStatus.STARTING:
-        messages.success(request, f"“{name}” is starting on {session.node}.")
+        messages.success(request, _("“%(name)s” is starting on %(node)s.") % {"name": name, "node": session.node})
     else:
         messages.success(
             request,
-            f"“{name}” is in the queue. {session.reason} It starts by itself; this page shows when it is ready.",
+            _("“%(name)s” is in the queue. %(reason)s It starts by itself; this page shows when it is ready.")
+            % {"name": name, "reason": session.reason},
         )
     return redirect("notebooks")
 
@@ -135,8 +139,10 @@ def notebook_extend_view(request: HttpRequest, notebook_id: int) -> HttpResponse
         session = notebook_extend(user=request.user, session=session)
     except PortalError as exc:
         return _render_list(request, error=exc.message, status=exc.status)
-    until = timezone.localtime(session.ends_at).strftime("%H:%M") if session.ends_at else "its end"
-    messages.success(request, f"“{session.profile.name}” keeps running until {until}.")
+    until = fmt_time(session.ends_at) if session.ends_at else _("its end")
+    messages.success(
+        request, _("“%(name)s” keeps running until %(until)s.") % {"name": session.profile.name, "until": until}
+    )
     return redirect("notebooks")
 
 
@@ -149,20 +155,22 @@ def notebook_stop_view(request: HttpRequest, notebook_id: int) -> HttpResponse:
     context = {"session": session, "share": share_label(session.profile.gpu_share), "back": back}
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm.")
+            messages.error(request, _("Tick the box to confirm."))
             return render(request, "notebooks/stop.html", context, status=400)
         try:
             session = notebook_stop(user=request.user, session=session)
         except PortalError as exc:
             context["error"] = exc.message
             return render(request, "notebooks/stop.html", context, status=exc.status)
-        owner = "" if session.user_id == request.user.pk else f" of {session.user.username}"
+        label = f"“{session.profile.name}”"
+        if session.user_id != request.user.pk:
+            label = _("“%(name)s” of %(owner)s") % {"name": session.profile.name, "owner": session.user.username}
         if session.status == NotebookStatus.STOPPING:
             messages.success(
-                request, f"“{session.profile.name}”{owner} is stopping; its GPU goes back to the lab in a moment."
+                request, _("%(label)s is stopping; its GPU goes back to the lab in a moment.") % {"label": label}
             )
         else:
-            messages.success(request, f"“{session.profile.name}”{owner}: {session.reason}")
+            messages.success(request, f"{label}: {session.reason}")
         return redirect(back)
     return render(request, "notebooks/stop.html", context)
 
@@ -189,14 +197,18 @@ def notebooks_course_stop(request: HttpRequest, code: str) -> HttpResponse:
     context = {"course": course, "sessions": sessions, "people": len({s.user_id for s in sessions})}
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm.")
+            messages.error(request, _("Tick the box to confirm."))
             return render(request, "notebooks/course_stop.html", context, status=400)
         try:
             stopped = notebooks_stop_course(user=request.user, course=course)
         except PortalError as exc:
             context["error"] = exc.message
             return render(request, "notebooks/course_stop.html", context, status=exc.status)
-        messages.success(request, f"{stopped} notebook{'s' if stopped != 1 else ''} in {course.code} stopped.")
+        messages.success(
+            request,
+            ngettext("%(n)d notebook in %(code)s stopped.", "%(n)d notebooks in %(code)s stopped.", stopped)
+            % {"n": stopped, "code": course.code},
+        )
         return redirect("notebooks-course")
     return render(request, "notebooks/course_stop.html", context)
 
@@ -238,7 +250,9 @@ def _profile_form(request: HttpRequest, profile=None) -> HttpResponse:
                 status = exc.status
                 _apply_errors(form, exc)
             else:
-                messages.success(request, f"“{saved.name}” ({saved.slug}) is saved.")
+                messages.success(
+                    request, _("“%(name)s” (%(slug)s) is saved.") % {"name": saved.name, "slug": saved.slug}
+                )
                 return redirect("notebook-profiles")
     return render(request, "notebooks/profile_form.html", {"form": form, "profile": profile}, status=status)
 
@@ -264,14 +278,16 @@ def notebook_profile_deactivate(request: HttpRequest, slug: str) -> HttpResponse
     profile = _editable(request, slug)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm.")
+            messages.error(request, _("Tick the box to confirm."))
             return render(request, "notebooks/profile_deactivate.html", {"profile": profile}, status=400)
         try:
             profile = profile_set_active(user=request.user, profile=profile, active=False)
         except PortalError as exc:
             messages.error(request, exc.message)
             return render(request, "notebooks/profile_deactivate.html", {"profile": profile}, status=exc.status)
-        messages.success(request, f"“{profile.name}” is no longer offered; running notebooks go on.")
+        messages.success(
+            request, _("“%(name)s” is no longer offered; running notebooks go on.") % {"name": profile.name}
+        )
         return redirect("notebook-profiles")
     return render(request, "notebooks/profile_deactivate.html", {"profile": profile})
 
@@ -281,5 +297,5 @@ def notebook_profile_deactivate(request: HttpRequest, slug: str) -> HttpResponse
 def notebook_profile_activate(request: HttpRequest, slug: str) -> HttpResponse:
     require_staff(request.user, PROFILES_STAFF_ONLY)
     profile = profile_set_active(user=request.user, profile=_editable(request, slug), active=True)
-    messages.success(request, f"“{profile.name}” is offered again.")
+    messages.success(request, _("“%(name)s” is offered again.") % {"name": profile.name})
     return redirect("notebook-profiles")

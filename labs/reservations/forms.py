@@ -6,31 +6,36 @@ import datetime as dt
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.dates import LabDateFormField
 from accounts.models import Course, Role, User
 from labs.models import Node, NodeStatus
 from labs.reservations.services import NodeRequest
 
-MODES = [("count", "Any free nodes"), ("named", "These nodes"), ("all", "The whole lab")]
+MODES = [("count", _("Any free nodes")), ("named", _("These nodes")), ("all", _("The whole lab"))]
 
 
 class ReservationForm(forms.Form):
-    title = forms.CharField(max_length=120, help_text="What people will see, e.g. “DL-101 lab session”.")
-    date = LabDateFormField(widget=forms.DateInput(attrs={"type": "date"}))
-    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="From")
-    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="Until")
-    mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label="Nodes")
-    node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label="How many")
-    nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Which")
-    course = forms.ModelChoiceField(queryset=Course.objects.none(), required=False, empty_label="No course")
+    title = forms.CharField(
+        max_length=120, label=_("Title"), help_text=_("What people will see, e.g. “DL-101 lab session”.")
+    )
+    date = LabDateFormField(widget=forms.DateInput(attrs={"type": "date"}), label=_("Date"))
+    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label=_("From"))
+    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label=_("Until"))
+    mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label=_("Nodes"))
+    node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label=_("How many"))
+    nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label=_("Which"))
+    course = forms.ModelChoiceField(
+        queryset=Course.objects.none(), required=False, empty_label=_("No course"), label=_("Course")
+    )
     repeat_weekly_until = LabDateFormField(
         required=False,
         widget=forms.DateInput(attrs={"type": "date"}),
-        label="Repeat weekly until",
-        help_text="Leave empty for a single session; a weekly lab slot repeats at the same local time.",
+        label=_("Repeat weekly until"),
+        help_text=_("Leave empty for a single session; a weekly lab slot repeats at the same local time."),
     )
-    owner = forms.ModelChoiceField(queryset=User.objects.none(), required=False, empty_label="Me", label="For")
+    owner = forms.ModelChoiceField(queryset=User.objects.none(), required=False, empty_label=_("Me"), label=_("For"))
 
     def __init__(self, *args, user: User, **kwargs):
         super().__init__(*args, **kwargs)
@@ -57,12 +62,12 @@ class ReservationForm(forms.Form):
         data["starts_at"] = timezone.make_aware(dt.datetime.combine(day, data["start"]), tz)
         data["ends_at"] = timezone.make_aware(dt.datetime.combine(day, data["end"]), tz)
         if data["ends_at"] <= data["starts_at"]:
-            self.add_error("end", "End after the start (on the same day).")
+            self.add_error("end", _("End after the start (on the same day)."))
         mode = data["mode"]
         if mode == "count" and not data.get("node_count"):
-            self.add_error("node_count", "How many nodes?")
+            self.add_error("node_count", _("How many nodes?"))
         if mode == "named" and not data.get("nodes"):
-            self.add_error("nodes", "Tick the nodes you want.")
+            self.add_error("nodes", _("Tick the nodes you want."))
         if self.errors:
             return data
         data["node_request"] = NodeRequest(

@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from django.utils.translation import gettext_noop
+
 from accounts.errors import InvalidInput, QuotaExceeded
 from accounts.models import Course, User
 from accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
@@ -22,7 +24,7 @@ ONE_HOUR = Decimal(3600)
 def check_people(*, by: User, owner: User, course: Course | None) -> None:
     require_staff(by, RESERVATIONS_STAFF_ONLY)
     if owner != by:
-        require_admin(by, "book on someone else's behalf")
+        require_admin(by, gettext_noop("book on someone else's behalf"))
     if not (owner.is_teacher or owner.is_lab_admin) or not owner.is_active:
         raise InvalidInput("A reservation belongs to an active teacher or admin.", fields={"owner": "Not a teacher."})
     if course is not None and not by.is_lab_admin and not course.teachers.filter(pk=owner.pk).exists():

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from accounts.errors import Conflict, InvalidInput
 from accounts.models import Course, User
@@ -236,7 +237,7 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
 
 def reservation_decide(*, by: User, reservation: Reservation, approve: bool, reason: str = "") -> Reservation:
     """An admin approves or rejects a pending reservation; the owner is told either way."""
-    require_admin(by, "approve reservations")
+    require_admin(by, gettext_noop("approve reservations"))
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
         if reservation.status != ReservationStatus.PENDING:

@@ -11,6 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.dates import date_param
@@ -77,11 +79,21 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
                         form.add_error(field, why)
             else:
                 first = made[0]
-                what = f"{len(made)} weekly sessions" if len(made) > 1 else "Your reservation"
+                values = {"sessions": len(made), "nodes": first.nodes.count(), "title": first.title}
                 if first.status == ReservationStatus.PENDING:
-                    messages.warning(request, f"{what} of {first.nodes.count()} nodes waits for an admin's approval.")
+                    sentence = (
+                        _("%(sessions)s weekly sessions of %(nodes)s nodes wait for an admin's approval.")
+                        if len(made) > 1
+                        else _("Your reservation of %(nodes)s nodes waits for an admin's approval.")
+                    )
+                    messages.warning(request, sentence % values)
                 else:
-                    messages.success(request, f"{what} “{first.title}” is booked on {first.nodes.count()} nodes.")
+                    sentence = (
+                        _("%(sessions)s weekly sessions “%(title)s” are booked on %(nodes)s nodes.")
+                        if len(made) > 1
+                        else _("Your reservation “%(title)s” is booked on %(nodes)s nodes.")
+                    )
+                    messages.success(request, sentence % values)
                 monday = _monday(timezone.localdate(first.starts_at).isoformat())
                 return redirect(f"{reverse('reservations')}?week={monday.isoformat()}&highlight={first.pk}")
     context = {"form": form, "conflict": conflict, "suggest_url": suggest_url, "limits": effective_quota(request.user)}
@@ -131,7 +143,7 @@ def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpRe
     reservation = reservation_for(request.user, reservation_id)
     if request.method == "POST":
         if request.POST.get("confirm") != "yes":
-            messages.error(request, "Tick the box to confirm the cancellation.")
+            messages.error(request, _("Tick the box to confirm the cancellation."))
             context = {"reservation": reservation, "now": timezone.now()}
             return render(request, "reservations/cancel.html", context, status=400)
         try:
@@ -139,7 +151,11 @@ def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpRe
         except PortalError as exc:
             messages.error(request, exc.message)
             return redirect("reservation", reservation_id=reservation.pk)
-        messages.success(request, f"“{reservation.title}” is {reservation.get_status_display().lower()}.")
+        messages.success(
+            request,
+            _("“%(title)s” is %(status)s.")
+            % {"title": reservation.title, "status": reservation.get_status_display().lower()},
+        )
         return redirect("reservations")
     return render(request, "reservations/cancel.html", {"reservation": reservation, "now": timezone.now()})
 
@@ -147,18 +163,18 @@ def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpRe
 @login_required
 @require_safe
 def reservation_approvals(request: HttpRequest) -> HttpResponse:
-    require_admin(request.user, "approve reservations")
+    require_admin(request.user, gettext_noop("approve reservations"))
     return render(request, "reservations/approvals.html", {"pending": reservations_pending()})
 
 
 @login_required
 @require_POST
 def reservation_decide_view(request: HttpRequest, reservation_id: int) -> HttpResponse:
-    require_admin(request.user, "approve reservations")
+    require_admin(request.user, gettext_noop("approve reservations"))
     reservation = reservation_for(request.user, reservation_id)
     decision = request.POST.get("decision")
     if decision not in ("approve", "reject"):
-        messages.error(request, "Choose approve or reject.")
+        messages.error(request, _("Choose approve or reject."))
         return redirect("reservation-approvals")
     try:
         reservation = reservation_decide(

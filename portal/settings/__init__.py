@@ -11,8 +11,9 @@ PostgreSQL, ...) are Django system checks of the app they belong to (portal/chec
 labs/*/checks.py, jobs/checks.py): manage.py commands run them, and portal/asgi.py, wsgi.py and celery.py refuse
 to start on any error (portal.checks.refuse_to_start_misconfigured). The settings import no app code.
 
-    base        the project: files, DEBUG, SECRET_KEY, hosts, apps, middleware, templates, the lab's name and time
-                zone, static files, logging
+    base        the project: files, DEBUG, SECRET_KEY, hosts, apps, middleware, templates, the lab's name, static
+                files, logging
+    locale      the lab's locale: languages, time zone, currency, date and number formats
     data        the database (and its pool), Redis: cache and channel layer
     people      users, passwords, sign-in hardening (throttles, lockout), API tokens, rosters, rate limits
     signin      the university's sign-in: OpenID Connect, LDAP (optional), groups to roles and courses, backends
@@ -34,6 +35,7 @@ to start on any error (portal.checks.refuse_to_start_misconfigured). The setting
 # ruff: noqa: I001  (the modules in the order above, not alphabetical)
 
 from portal.settings.base import *  # noqa: F403
+from portal.settings.locale import *  # noqa: F403
 from portal.settings.data import *  # noqa: F403
 from portal.settings.people import *  # noqa: F403
 from portal.settings.signin import *  # noqa: F403

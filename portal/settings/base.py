@@ -1,5 +1,5 @@
 """The Django project itself: where files are, DEBUG and the secret key, hosts, apps, middleware, templates, the lab's
-name and time zone, static files and logging."""
+name, static files and logging (its locale: locale.py)."""
 
 from __future__ import annotations
 
@@ -46,9 +46,11 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY: security.py)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",  # the browser's language (Accept-Language)...
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "portal.web.language.PersonLanguageMiddleware",  # ...until the person chooses one (accounts.User.language)
     "django.contrib.messages.middleware.MessageMiddleware",
     "axes.middleware.AxesMiddleware",  # a locked-out sign-in gets portal.web.lockout.lockout_response (429)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -77,12 +79,7 @@ TEMPLATES = [
 
 # --- The lab ---------------------------------------------------------------------------
 
-LANGUAGE_CODE = "en-us"
-# The lab's time zone: times are entered and shown in it, and stored in UTC.
-TIME_ZONE = envstr("LAB_TIME_ZONE", "Europe/Berlin")
-USE_I18N = False
-USE_TZ = True
-
+# Its language, time zone, currency and formats: locale.py.
 LAB_NAME = envstr("LAB_NAME", "GPU Lab")
 
 # --- Static files ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ and checks are scheduled in workers.py; the e-mail they send goes through mail.p
 from __future__ import annotations
 
 from accounts.env import envbool, envint, envmonthdays, envstr
+from portal.settings.locale import LAB_CURRENCY
 
 # --- Usage and efficiency (labs/usage) --------------------------------------------------------------------------------
 # A minute of a holder's GPU under this utilisation (percent) counts as idle GPU time.
@@ -19,8 +20,8 @@ USAGE_EFFICIENCY_DAYS = envint("USAGE_EFFICIENCY_DAYS", 2, minimum=1, maximum=60
 USAGE_TERM_STARTS = envmonthdays("USAGE_TERM_STARTS", ["02-01", "08-01"])
 
 # --- Budgets, alerts and e-mail (labs/budgets) -----------------------------------------------------------------------
-# Budgets' prices and costs are in this currency (an ISO code or symbol, shown as is).
-USAGE_CURRENCY = envstr("USAGE_CURRENCY", "EUR")
+# Budgets' prices and costs are in the lab's currency (LAB_CURRENCY, locale.py); the older name stays readable.
+USAGE_CURRENCY = LAB_CURRENCY
 # Alert at these percentages of a budget (a budget may set its own); each once per budget and period. Read by the
 # budgets' own rule (labs/budgets/validation.py): a list it refuses stops the start (labs.E004, labs/budgets/checks.py).
 BUDGET_ALERT_THRESHOLDS = envstr("BUDGET_ALERT_THRESHOLDS", "50,80,100")

@@ -8,13 +8,21 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import ngettext
+from django.utils import translation
+from django.utils.translation import get_language_from_request, ngettext
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from accounts.errors import InvalidInput
 from accounts.models import TokenSource
 from accounts.selectors import token_live_of, tokens_of
-from accounts.services import sessions_end_everywhere, token_create, token_revoke, user_report_email_set
+from accounts.services import (
+    sessions_end_everywhere,
+    token_create,
+    token_revoke,
+    user_language_set,
+    user_report_email_set,
+)
 from portal.oauth.services import oauth_tokens_revoke
 
 LIFETIMES = (7, 30, 90, 365)  # the page's choices, in days, cut to API_TOKEN_TTL_DAYS
@@ -32,6 +40,7 @@ def _page(request: HttpRequest, *, status: int = 200, **extra) -> HttpResponse:
         "lifetimes": _lifetimes(ttl),
         "default_lifetime": ttl,
         "tokens_max": settings.API_TOKENS_MAX,
+        "languages": settings.LANGUAGES,
         **extra,
     }
     return render(request, "account.html", context, status=status)
@@ -44,19 +53,28 @@ def account(request: HttpRequest) -> HttpResponse:
     turns the weekly usage summary by e-mail on or off."""
     if request.method == "GET":
         return _page(request)
+    if request.POST.get("action") == "language":
+        try:
+            code = user_language_set(user=request.user, language=request.POST.get("language", ""))
+        except InvalidInput as exc:
+            messages.error(request, exc.message)
+            return _page(request, status=400)
+        translation.activate(code or get_language_from_request(request))  # this answer already speaks it
+        messages.success(request, _("Your language was saved."))
+        return redirect("account")
     if request.POST.get("action") == "reports":
         wanted = request.POST.get("usage_report_email") == "yes"
         user_report_email_set(user=request.user, wanted=wanted)
         messages.success(
             request,
-            "You will get the weekly usage summary by e-mail."
+            _("You will get the weekly usage summary by e-mail.")
             if wanted
-            else "You will no longer get the weekly usage summary by e-mail.",
+            else _("You will no longer get the weekly usage summary by e-mail."),
         )
         return redirect("account")
     raw = request.POST.get("expires_in_days", "").strip()
     if raw not in ("", "never") and not (raw.isascii() and raw.isdigit()):  # "²" is a digit to isdigit, not to int
-        messages.error(request, "Choose how long the token works from the list.")
+        messages.error(request, _("Choose how long the token works from the list."))
         return _page(request, status=400)
     days = None if raw in ("", "never") else int(raw)  # none: the lab's default (never only when TTL is 0)
     try:
@@ -66,7 +84,7 @@ def account(request: HttpRequest) -> HttpResponse:
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return _page(request, status=400)
-    messages.success(request, "Your new API token was made. Copy it now: it is shown only this once.")
+    messages.success(request, _("Your new API token was made. Copy it now: it is shown only this once."))
     return _page(request, new_key=key, new_token=token)
 
 
@@ -78,11 +96,13 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, "auth/token_revoke.html", {"token": token})
     if request.POST.get("confirm") != "yes":
-        messages.error(request, "Tick the box to confirm: scripts using the token get 401 at once.")
+        messages.error(request, _("Tick the box to confirm: scripts using the token get 401 at once."))
         return render(request, "auth/token_revoke.html", {"token": token}, status=400)
     token = token_revoke(user=request.user, token_id=token.pk)
     label = token.name or token.prefix + "…"
-    messages.success(request, f"The API token {label} was revoked: scripts using it now get 401.")
+    messages.success(
+        request, _("The API token %(label)s was revoked: scripts using it now get 401.") % {"label": label}
+    )
     return redirect("account")
 
 
@@ -93,13 +113,13 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return render(request, "auth/sign_out_everywhere.html")
     if request.POST.get("confirm") != "yes":
-        messages.error(request, "Tick the box to confirm: every browser signed in as you is signed out.")
+        messages.error(request, _("Tick the box to confirm: every browser signed in as you is signed out."))
         return render(request, "auth/sign_out_everywhere.html", status=400)
     user = request.user
     ended = sessions_end_everywhere(user=user)
     oauth_tokens_revoke(user=user)
     logout(request)
-    told = "You were signed out everywhere: every browser and the notebook service sign in again."
+    told = _("You were signed out everywhere: every browser and the notebook service sign in again.")
     if ended:
         told += " " + ngettext(
             "%(count)d API token made on your account page stopped working too.",

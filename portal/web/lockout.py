@@ -18,6 +18,8 @@ from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.addresses import client_ip_address
 from accounts.errors import SignInPaused
@@ -29,9 +31,9 @@ from portal.api.throttles import LoginThrottle
 
 def _wait_words(seconds: int) -> str:
     if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
+        return ngettext("%(n)d second", "%(n)d seconds", seconds) % {"n": seconds}
     minutes = math.ceil(seconds / 60)
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return ngettext("%(n)d minute", "%(n)d minutes", minutes) % {"n": minutes}
 
 
 def lock_retry_after(*, username: str, address: str | None, cool_off) -> int:
@@ -51,7 +53,7 @@ def locked_error(request: HttpRequest, credentials: dict | None) -> SignInPaused
     username = get_client_username(request, credentials) or ""
     wait = lock_retry_after(username=username, address=client_ip_address(request), cool_off=get_cool_off(request))
     at = timezone.localtime(timezone.now() + dt.timedelta(seconds=wait)).strftime("%H:%M")
-    sentence = SIGNIN_LOCKED.format(username=username or "this account", at=at, wait=_wait_words(wait))
+    sentence = _(SIGNIN_LOCKED).format(username=username or _("this account"), at=at, wait=_wait_words(wait))
     return SignInPaused(sentence, code="locked_out", retry_after_s=wait)
 
 
@@ -77,7 +79,7 @@ def login_throttled(request: HttpRequest) -> HttpResponse | None:
         return None
     wait = max(1, math.ceil(throttle.wait() or 1))
     return paused_answer(
-        request, SignInPaused(SIGNIN_THROTTLED.format(wait=_wait_words(wait)), code="throttled", retry_after_s=wait)
+        request, SignInPaused(_(SIGNIN_THROTTLED).format(wait=_wait_words(wait)), code="throttled", retry_after_s=wait)
     )
 
 

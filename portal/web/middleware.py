@@ -13,6 +13,7 @@ posts are checked here, before any view; JSON bodies by the API's parser (portal
 from __future__ import annotations
 
 from django.http import JsonResponse
+from django.utils.translation import gettext as _
 
 from accounts.errors import PortalError
 from portal.web.errors import bad_request, portal_error_page
@@ -23,13 +24,13 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 def nul_problem(request) -> str | None:
     """Where the request carries a NUL character, as a sentence; None when it does not."""
     if "\x00" in request.path or "\x00" in request.path_info:
-        return "The address holds a NUL character (%00); no page or API path has one."
+        return _("The address holds a NUL character (%00); no page or API path has one.")
     if _has_nul(request.GET.lists()):
-        return "The query string holds a NUL character (%00); no parameter takes one."
+        return _("The query string holds a NUL character (%00); no parameter takes one.")
     if request.method == "POST" and request.content_type in FORM_TYPES:
         files = ((name, [upload.name or "" for upload in uploads]) for name, uploads in request.FILES.lists())
         if _has_nul(request.POST.lists()) or _has_nul(files):
-            return "The form holds a NUL character; no field takes one. Remove it and send the form again."
+            return _("The form holds a NUL character; no field takes one. Remove it and send the form again.")
     return None
 
 

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from accounts.errors import Conflict, NotFound, PortalError
@@ -46,7 +47,7 @@ def roster_preview(request: HttpRequest, code: str) -> HttpResponse:
     course = roster_course_for(request.user, code)
     upload = request.FILES.get(UPLOAD_FIELD)
     if upload is None:
-        return _page(request, course, error="Choose the roster file (CSV) to upload.", status=400)
+        return _page(request, course, error=_("Choose the roster file (CSV) to upload."), status=400)
     try:
         roster_size_check(upload.size)  # before reading it into memory
         data = upload.read()
@@ -69,7 +70,7 @@ def roster_import(request: HttpRequest, code: str) -> HttpResponse:
     text = request.POST.get("roster")
     if text is None:
         return _page(
-            request, course, error="Upload the roster file first; its preview has the Import button.", status=400
+            request, course, error=_("Upload the roster file first; its preview has the Import button."), status=400
         )
     fingerprint = request.POST.get("fingerprint", "")
     try:
@@ -86,13 +87,15 @@ def roster_import(request: HttpRequest, code: str) -> HttpResponse:
             return _page(request, course, error=exc.message, status=exc.status)
         return _preview(request, plan, text, status=exc.status, error=exc.message)
     parts = [
-        f"{len(plan.add)} added",
-        f"{len(plan.invite)} invited by e-mail",
+        _("%(count)d added") % {"count": len(plan.add)},
+        _("%(count)d invited by e-mail") % {"count": len(plan.invite)},
         _("%(count)d asked to join (enrolled when they accept)") % {"count": len(plan.consent)},
-        f"{len(plan.change)} changed",
-        f"{len(plan.remove)} removed",
+        _("%(count)d changed") % {"count": len(plan.change)},
+        _("%(count)d removed") % {"count": len(plan.remove)},
     ]
-    messages.success(request, f"Roster of {course.code} imported: {', '.join(parts)}.")
+    messages.success(
+        request, _("Roster of %(code)s imported: %(parts)s.") % {"code": course.code, "parts": ", ".join(parts)}
+    )
     return redirect("roster", code=course.code)
 
 
@@ -111,29 +114,34 @@ def roster_reinvite(request: HttpRequest, code: str, username: str) -> HttpRespo
     course = roster_course_for(request.user, code)
     row = next((r for r in roster_of(course) if r["user"].username == username and r["invited"]), None)
     if row is None:
-        raise NotFound("Nobody in this course waits for an invitation under that username.")
+        raise NotFound(_("Nobody in this course waits for an invitation under that username."))
     invitation_resend(user=row["user"], course=course, by=request.user, link_base=_link_base(request))
-    messages.success(request, f"A new invitation is on its way to {row['user'].email}; the old link no longer works.")
+    messages.success(
+        request,
+        _("A new invitation is on its way to %(email)s; the old link no longer works.") % {"email": row["user"].email},
+    )
     return redirect("roster", code=course.code)
 
 
 # --- The invitation's one-time link ----------------------------------------------------------------------------
 
 
-GONE = "This sign-in link has been used or has expired. Ask your teacher to send a new invitation, or sign in."
+GONE = gettext_noop(
+    "This sign-in link has been used or has expired. Ask your teacher to send a new invitation, or sign in."
+)
 
 
 @require_http_methods(["GET", "POST"])
 def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     invitation = invitation_valid(token)
     if invitation is None:
-        return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
+        return render(request, "rosters/invitation_gone.html", {"reason": _(GONE)}, status=404)
     if not local_login_allows(invitation.user):
         # LOCAL_LOGIN keeps this person off passwords: the university's sign-in is their way in.
-        reason = (
-            f"This lab signs you in with your {settings.OIDC_PROVIDER_NAME} account, not a password:"
+        reason = _(
+            "This lab signs you in with your %(provider)s account, not a password:"
             " use “Sign in with …” on the sign-in page."
-        )
+        ) % {"provider": settings.OIDC_PROVIDER_NAME}
         return render(request, "rosters/invitation_gone.html", {"reason": reason}, status=403)
     form = SetPasswordForm(invitation.user, request.POST or None)
     context = {"invitation": invitation, "form": form}
@@ -142,9 +150,11 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
             return render(request, "rosters/invitation.html", context, status=400)
         user: User | None = invitation_accept(token=token, password=form.cleaned_data["new_password1"])
         if user is None:  # someone used it a moment before
-            return render(request, "rosters/invitation_gone.html", {"reason": GONE}, status=404)
+            return render(request, "rosters/invitation_gone.html", {"reason": _(GONE)}, status=404)
         login(request, user, backend="accounts.signin.backends.LocalPasswordBackend")
-        messages.success(request, f"Welcome, {user.username}: your password is set and you are signed in.")
+        messages.success(
+            request, _("Welcome, %(name)s: your password is set and you are signed in.") % {"name": user.username}
+        )
         return redirect("dashboard")
     return render(request, "rosters/invitation.html", context)
 

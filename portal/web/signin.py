@@ -13,6 +13,7 @@ from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from accounts.signin.oidc import SigninError, oidc_enabled, provider_metadata
@@ -72,18 +73,22 @@ class OIDCCallbackView(OIDCAuthenticationCallbackView):
                 logger.warning("OIDC callback with an unknown or used state")
                 return signin_failed(
                     request,
-                    "This sign-in link was used already or did not start in this browser. Start again from the "
-                    "sign-in page.",
+                    _(
+                        "This sign-in link was used already or did not start in this browser. Start again from the "
+                        "sign-in page."
+                    ),
                 )
             if time.time() - float(entry.get("added_on", 0)) > settings.OIDC_STATE_TTL_S:
                 del states[request.GET["state"]]
                 request.session["oidc_states"] = states
                 logger.warning("OIDC callback with an expired state")
                 return signin_failed(
-                    request, "The sign-in took too long and expired. Start again from the sign-in page."
+                    request, _("The sign-in took too long and expired. Start again from the sign-in page.")
                 )
         else:
-            return signin_failed(request, "This is not an answer from the sign-in. Start again from the sign-in page.")
+            return signin_failed(
+                request, _("This is not an answer from the sign-in. Start again from the sign-in page.")
+            )
         try:
             return super().get(request)
         except SigninError as exc:

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import User
@@ -69,9 +70,9 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         # keeps this one: update_session_auth_hash).
         response = super().form_valid(form)
         if had_tokens:
-            messages.success(self.request, "Your password was changed, and your API tokens revoked with it.")
+            messages.success(self.request, _("Your password was changed, and your API tokens revoked with it."))
         else:
-            messages.success(self.request, "Your password was changed.")
+            messages.success(self.request, _("Your password was changed."))
         return response
 
     def form_invalid(self, form):

@@ -18,11 +18,11 @@
 
   setInterval(function () {
     if (!socket || Date.now() - lastMessageAt < staleAfterMs) return;
-    setLive("no live data since " + new Date(lastMessageAt).toLocaleTimeString(), false);
+    setLive(interpolate(gettext("no live data since %s"), [new Date(lastMessageAt).toLocaleTimeString(document.documentElement.lang || [])]), false);
     grid.querySelectorAll(".gpu-card").forEach(function (card) {
       card.classList.add("is-stale");
       var state = card.querySelector('[data-field="state"]');
-      if (state) state.textContent = "stale";
+      if (state) state.textContent = gettext("stale");
     });
     if (availableEl) availableEl.textContent = "0";
   }, 2000);
@@ -40,11 +40,12 @@
     return node;
   }
   function num(value, suffix) { return value === null || value === undefined ? "—" + suffix : Math.round(value) + suffix; }
+  var NODE_STATES = { cordoned: gettext("cordoned"), down: gettext("down") };
   function stateOf(gpu) {
-    if (gpu.node_status !== "ready") return gpu.node_status;
-    if (gpu.stale) return "stale";
-    if (gpu.available) return "free";
-    return gpu.holder ? "busy" : "free";
+    if (gpu.node_status !== "ready") return NODE_STATES[gpu.node_status] || gpu.node_status;
+    if (gpu.stale) return gettext("stale");
+    if (gpu.available) return gettext("free");
+    return gpu.holder ? gettext("busy") : gettext("free");
   }
 
   function newCard(gpu) {
@@ -59,7 +60,7 @@
     badge.setAttribute("data-field", "state");
     header.appendChild(badge);
     card.appendChild(header);
-    [["Util", "util"], ["Memory", "mem"]].forEach(function (pair) {
+    [[gettext("Util"), "util"], [gettext("Memory"), "mem"]].forEach(function (pair) {
       var metric = el("div", "gpu-metric");
       metric.appendChild(el("span", "label", pair[0]));
       var value = el("span");
@@ -115,15 +116,15 @@
     var holder = field(card, "holder");
     holder.textContent = "";
     if (!gpu.holder) {
-      holder.textContent = "free";
+      holder.textContent = gettext("free");
     } else {
       gpu.holder.holders.forEach(function (h) {
         holder.appendChild(el("span", "holder" + (h.mine ? " mine" : ""),
-          (h.mine ? "you" : h.user) + " · " + h.kind + (h.course ? " (" + h.course + ")" : "")));
+          (h.mine ? gettext("you") : h.user) + " · " + h.kind + (h.course ? " (" + h.course + ")" : "")));
       });
       if (gpu.holder.others) {
         holder.appendChild(el("span", "holder others",
-          gpu.holder.holders.length ? "+" + gpu.holder.others + " more" : "busy"));
+          gpu.holder.holders.length ? interpolate(gettext("+%s more"), [gpu.holder.others]) : gettext("busy")));
       }
     }
     var alerts = field(card, "alerts");
@@ -141,14 +142,14 @@
     var n = 0;
     gpus.forEach(function (gpu) { if (gpu.available && (!onlyNode || gpu.node === onlyNode)) n += 1; });
     if (availableEl) availableEl.textContent = String(n);
-    if (availableLabel) availableLabel.textContent = (n === 1 ? "GPU" : "GPUs") + " free that you can use now";
+    if (availableLabel) availableLabel.textContent = ngettext("GPU free that you can use now", "GPUs free that you can use now", n);
   }
 
   function handle(message) {
     if (!message || typeof message !== "object") return;
     if (message.type === "closing") { closingDetail = String(message.detail || ""); return; }
     lastMessageAt = Date.now();
-    setLive("live", true);
+    setLive(gettext("live"), true);
     if (message.type === "snapshot") {
       gpus.clear();
       grid.querySelectorAll(".gpu-card").forEach(function (card) { card.remove(); });
@@ -180,7 +181,7 @@
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + grid.getAttribute("data-ws"));
-    socket.onopen = function () { attempt = 0; setLive("live", true); };
+    socket.onopen = function () { attempt = 0; setLive(gettext("live"), true); };
     socket.onmessage = function (event) {
       var message;
       try { message = JSON.parse(event.data); } catch (e) { return; }
@@ -192,11 +193,11 @@
       if (event.code === 4401 || event.code === 4403) {
         // The sign-in this page was opened with ended (4401) or the account was switched off (4403):
         // say why, and do not reconnect (the handshake would be refused).
-        setLive(closingDetail || event.reason || "You were signed out: sign in again.", false);
+        setLive(closingDetail || event.reason || gettext("You were signed out: sign in again."), false);
         return;
       }
       var delay = Math.min(30000, 1000 * Math.pow(2, attempt++));
-      setLive("connection lost, trying again in " + Math.round(delay / 1000) + " s", false);
+      setLive(interpolate(gettext("connection lost, trying again in %s s"), [Math.round(delay / 1000)]), false);
       setTimeout(connect, delay);
     };
   }

@@ -12,9 +12,17 @@
     return job.stopping && (job.status === "starting" || job.status === "running") ? "stopping" : job.status;
   }
 
+  // The status words as the server writes them (jobs/templatetags/job_labels.py), in the page's language.
+  const STATUS_WORDS = {
+    queued: pgettext("job status", "queued"), starting: pgettext("job status", "starting"),
+    running: pgettext("job status", "running"), stopping: pgettext("job status", "stopping"),
+    succeeded: pgettext("job status", "succeeded"), failed: pgettext("job status", "failed"),
+    cancelled: pgettext("job status", "cancelled"),
+  };
+
   function setBadge(node, label) {
     if (!node) return;
-    text(node, label);
+    text(node, STATUS_WORDS[label] || label);
     node.className = "badge job-" + label;
   }
 
@@ -117,7 +125,9 @@
         text(detail.querySelector('[data-field="attempt"]'), String(job.attempt));
         text(detail.querySelector('[data-field="nodes"]'), job.node_names.join(", ") || "—");
         text(detail.querySelector('[data-field="exit_code"]'), job.exit_code === null ? "—" : String(job.exit_code));
-        const reason = job.status === "queued" ? "Position " + (job.position || "?") + ": " + job.reason : job.reason;
+        const reason = job.status === "queued"
+          ? interpolate(gettext("Position %(position)s: %(reason)s"), { position: job.position || "?", reason: job.reason }, true)
+          : job.reason;
         text(detail.querySelector('[data-field="reason"]'), reason || "");
         const events = document.getElementById("job-events");
         if (events && events.children.length !== job.events.length) {
@@ -182,7 +192,7 @@
         });
         const data = await response.json();
         if (number !== asked) return;
-        text(answer, response.ok ? data.sentence : "Not like this: " + data.detail);
+        text(answer, response.ok ? data.sentence : interpolate(gettext("Not like this: %s"), [data.detail]));
       } catch (error) { /* keep the last answer */ }
     };
     form.addEventListener("input", () => {

@@ -8,7 +8,7 @@
   const LIVE = ["queued", "starting", "ready", "stopping"];
   const ACTIVE = ["queued", "starting", "ready"];
   const LABELS = {
-    queued: "Queued", starting: "Starting", ready: "Ready", stopping: "Stopping", stopped: "Stopped", failed: "Failed",
+    queued: gettext("Queued"), starting: gettext("Starting"), ready: gettext("Ready"), stopping: gettext("Stopping"), stopped: gettext("Stopped"), failed: gettext("Failed"),
   };
   const FRACTIONS = [[0.125, "⅛"], [0.2, "⅕"], [0.25, "¼"], [1 / 3, "⅓"], [0.5, "½"], [0.75, "¾"]];
 
@@ -29,11 +29,11 @@
 
   // --- Formatting, as the server does it (labs/notebooks/forms.py, labs/notebooks/views.py) ------------------
   function shareLabel(share) {
-    if (share >= 1) return "a whole RTX 4090";
+    if (share >= 1) return gettext("a whole RTX 4090");
     for (const [value, glyph] of FRACTIONS) {
-      if (Math.abs(share - value) < 0.002) return glyph + " of an RTX 4090";
+      if (Math.abs(share - value) < 0.002) return interpolate(gettext("%s of an RTX 4090"), [glyph]);
     }
-    return Math.round(share * 100) + " % of an RTX 4090";
+    return interpolate(gettext("%s % of an RTX 4090"), [Math.round(share * 100)]);
   }
 
   function inZone(options) {
@@ -46,7 +46,7 @@
     const day = (d) => d.toLocaleDateString("en-CA", inZone({}));
     const hm = moment.toLocaleTimeString("en-GB", inZone({ hour: "2-digit", minute: "2-digit", hourCycle: "h23" }));
     if (day(moment) === day(new Date())) return hm;
-    return moment.toLocaleDateString("en-GB", inZone({ weekday: "short" })) + " " + hm;
+    return moment.toLocaleDateString(document.documentElement.lang || "en-GB", inZone({ weekday: "short" })) + " " + hm;
   }
 
   function signature(nb) {
@@ -88,43 +88,43 @@
     const mustEnd = clock(nb.must_end_by);
     if (nb.status === "queued") {
       article.append(
-        el("p", { class: "nb-headline", "data-field": "position" }, "Position " + (nb.position || "?") + " in the queue"),
+        el("p", { class: "nb-headline", "data-field": "position" }, interpolate(gettext("Position %s in the queue"), [nb.position || "?"])),
         el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason),
-        stopLink(nb, "Leave the queue…"));
+        stopLink(nb, gettext("Leave the queue…")));
     } else if (nb.status === "starting") {
       article.append(
-        el("progress", { class: "nb-progress", "aria-label": "Starting" }),
-        el("p", { class: "nb-headline", "data-field": "reason" }, "Starting on " + (nb.node || "a GPU") + "…"),
-        mustEnd ? el("p", { class: "small" }, "It must end by " + mustEnd + ": the node is reserved then.") : null,
-        stopLink(nb, "Stop…"));
+        el("progress", { class: "nb-progress", "aria-label": gettext("Starting") }),
+        el("p", { class: "nb-headline", "data-field": "reason" }, nb.node ? interpolate(gettext("Starting on %s…"), [nb.node]) : gettext("Starting on a GPU…")),
+        mustEnd ? el("p", { class: "small" }, interpolate(gettext("It must end by %s: the node is reserved then."), [mustEnd])) : null,
+        stopLink(nb, gettext("Stop…")));
     } else if (nb.status === "ready") {
       const ends = clock(nb.ends_at);
       const extend = el("form", { method: "post", action: urlFor(root.dataset.extendUrl, nb.id), class: "inline" },
         el("input", { type: "hidden", name: "csrfmiddlewaretoken", value: root.dataset.csrf }),
         el("button", {
           type: "submit", class: "button-link",
-          title: "Resets the idle clock and adds " + root.dataset.extendMin + " minutes",
-        }, "Keep running / Extend"));
-      const actions = stopLink(nb, "Stop…");
+          title: interpolate(gettext("Resets the idle clock and adds %s minutes"), [root.dataset.extendMin]),
+        }, gettext("Keep running / Extend")));
+      const actions = stopLink(nb, gettext("Stop…"));
       actions.prepend(extend);
       article.append(
         el("p", {}, el("a", {
           class: "button-link primary-link nb-open", href: nb.url || "#", target: "_blank", rel: "noopener",
           "data-testid": "open-notebook",
-        }, "Open JupyterLab")),
+        }, gettext("Open JupyterLab"))),
         el("p", { class: "small", "data-field": "ends" },
-          "On " + nb.node + (ends ? " · ends at " + ends : "") +
-          (mustEnd ? " (the node is reserved from " + mustEnd + ")" : "")),
+          interpolate(gettext("On %s"), [nb.node]) + (ends ? " · " + interpolate(gettext("ends at %s"), [ends]) : "") +
+          (mustEnd ? " (" + interpolate(gettext("the node is reserved from %s"), [mustEnd]) + ")" : "")),
         actions);
     } else if (nb.status === "stopping") {
       article.append(
-        el("p", { class: "nb-headline" }, "Stopping…"),
+        el("p", { class: "nb-headline" }, gettext("Stopping…")),
         el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason));
     } else {
       const stopped = clock(nb.stopped_at);
       article.append(
-        el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason || "Stopped."),
-        stopped ? el("p", { class: "small muted" }, "Ended " + stopped) : null);
+        el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason || gettext("Stopped.")),
+        stopped ? el("p", { class: "small muted" }, interpolate(gettext("Ended %s"), [stopped])) : null);
     }
     return article;
   }

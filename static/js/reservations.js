@@ -28,12 +28,12 @@
 
   async function check() {
     const date = field("date").value, start = field("start").value, end = field("end").value;
-    if (!date || !start || !end) return say("Choose a date and times to see which nodes are free.");
-    if (end <= start) return say("The end must be after the start.", "bad");
+    if (!date || !start || !end) return say(gettext("Choose a date and times to see which nodes are free."));
+    if (end <= start) return say(gettext("The end must be after the start."), "bad");
     const query = new URLSearchParams({ starts_at: date + "T" + start, ends_at: date + "T" + end });
     if (query.toString() === last) return;
     last = query.toString();
-    say("Checking availability…", "busy");
+    say(gettext("Checking availability…"), "busy");
     if (pending) pending.abort();
     pending = new AbortController();
     try {
@@ -43,14 +43,14 @@
         signal: pending.signal,
       });
       const body = await response.json();
-      if (!response.ok) return say(body.detail || "Could not check availability.", "bad");
+      if (!response.ok) return say(body.detail || gettext("Could not check availability."), "bad");
       const free = new Set(body.free_nodes);
-      say(body.free_count + " of " + body.ready_count + " nodes free " + start + "–" + end + ".",
+      say(interpolate(gettext("%(free)s of %(ready)s nodes free %(start)s–%(end)s."), { free: body.free_count, ready: body.ready_count, start: start, end: end }, true),
           body.free_count ? "ok" : "bad");
       form.querySelectorAll(".node-check").forEach((label) => {
         const taken = !free.has(label.dataset.node);
         label.classList.toggle("taken", taken);
-        label.title = taken ? "Booked in this window" : "";
+        label.title = taken ? gettext("Booked in this window") : "";
         const box = label.querySelector("input");
         box.disabled = taken;
         if (taken) box.checked = false;
@@ -58,7 +58,7 @@
       const count = field("node_count");
       if (count) count.max = String(Math.max(1, body.free_count));
     } catch (error) {
-      if (error.name !== "AbortError") say("Could not check availability; the form still works.", "bad");
+      if (error.name !== "AbortError") say(gettext("Could not check availability; the form still works."), "bad");
     }
   }
 

@@ -7,7 +7,7 @@
       var button = form.querySelector("button[type=submit]");
       if (button) {
         button.disabled = true;
-        button.textContent = form.hasAttribute("data-roster-confirm") ? "Importing…" : "Reading the file…";
+        button.textContent = form.hasAttribute("data-roster-confirm") ? gettext("Importing…") : gettext("Reading the file…");
       }
     });
   });

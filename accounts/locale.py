@@ -1,0 +1,26 @@
+"""A person's language: the one they chose on the account page, else the lab's (LANGUAGE_CODE). Pages follow the
+request (portal.web.language); e-mails and notices, written where no request of theirs is, speak through
+`speaking(person)`."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import translation
+
+
+def language_of(user) -> str:
+    """The language the portal writes to this person in: their choice, if the portal still speaks it; else the lab's."""
+    code = getattr(user, "language", "") or ""
+    return code if code in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
+
+
+def speaking(user):
+    """`with speaking(person):` what is written inside is in their language (an e-mail, a notice)."""
+    return translation.override(language_of(user))
+
+
+def fmt_number(value, places: int = 1) -> str:
+    """A number as the active language writes it, grouped: 1,234.5 (en) / 1.234,5 (pt-BR)."""
+    from django.utils import formats
+
+    return formats.number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)

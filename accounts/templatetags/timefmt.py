@@ -1,0 +1,15 @@
+"""The one rule for time on the pages (accounts/timefmt.py): `{% load timefmt %}` then `{{ value|when }}` (day and
+time), `{{ value|day }}`, `{{ value|clock }}`, `{{ seconds|duration }}`."""
+
+from __future__ import annotations
+
+from django import template
+
+from accounts import timefmt
+
+register = template.Library()
+
+register.filter("when", timefmt.fmt_datetime)
+register.filter("day", timefmt.fmt_date)
+register.filter("clock", timefmt.fmt_time)
+register.filter("duration", timefmt.fmt_duration)
