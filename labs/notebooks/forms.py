@@ -54,6 +54,7 @@ def profile_card(profile: NotebookProfile) -> dict:
         "share": share_label(profile.gpu_share),
         "gpu_mem": f"{gpu_mem_mb / 1024:.0f} GB",
         "cpu": number_label(profile.cpu),
+        "cpu_plural": 1 if profile.cpu == 1 else 2,  # ngettext's count is an integer: one core, or any other amount
         "memory": number_label(profile.memory_gb),
         "session": hours_label(profile.max_session_h),
     }
