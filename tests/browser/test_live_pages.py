@@ -1,0 +1,107 @@
+"""Live pages converge on the truth: each live element is driven to its end state without a reload, and what the
+page then shows is checked (no stale banner, no Cancel on a finished job, no "null" or "undefined")."""
+
+import re
+import threading
+import time
+
+import pytest
+from django.db import connection
+from playwright.sync_api import expect
+
+from jobs.models import Job
+from jobs.services import job_submit
+from jobs.services.dispatch import jobs_follow
+from tests.factories import PASSWORD, UserFactory
+from tests.jobs.factories import IMAGE, ImageRuleFactory, lab, local_backend_fixture  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SCREENS = "/work/wt/screens"
+
+
+def sign_in(page, base, username):
+    page.goto(base + "/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
+
+
+def no_null_nor_undefined(page):
+    """Nothing in the page's text says "null" or "undefined" (a script that printed a missing value)."""
+    expect(page.locator("main")).not_to_contain_text(re.compile(r"\b(null|undefined|NaN)\b"))
+
+
+@pytest.fixture
+def follower():
+    """What Celery beat does in the lab: follow the placed jobs every half second."""
+    stop = threading.Event()
+
+    def run():
+        try:
+            while not stop.is_set():
+                time.sleep(0.5)  # not stop.wait(0.5): a timed wait hangs under the clock drills' libfaketime
+                jobs_follow()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    yield
+    stop.set()
+    thread.join(timeout=10)
+
+
+def submit(user, name, code):
+    return job_submit(
+        user=user, name=name, image=IMAGE, command=["python", "-c", code], gpus=1, nodes=1, max_runtime_s=600
+    )
+
+
+def test_a_job_page_follows_the_job_to_success(live_server, page, local_backend, follower):
+    ImageRuleFactory()
+    lab(1)
+    sam = UserFactory(username="sam", role="student")
+    job = submit(sam, "hello epochs", "import time; time.sleep(2); print('done')")
+    sign_in(page, live_server.url, "sam")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    page.evaluate("window.notReloaded = true")
+
+    expect(page.get_by_test_id("job-status")).to_have_text("succeeded", timeout=30_000)
+    expect(page.get_by_test_id("cancel-link")).to_have_count(0)
+    expect(page.get_by_test_id("logs")).to_have_text("done\n")
+    events = page.get_by_test_id("events").locator("li")
+    expect(events.last).to_contain_text("running → succeeded")
+    # The events the page adds read as the server writes them ("Fri 04:55:17"), never "4:55:17 AM".
+    expect(events.last).to_have_text(re.compile(r"^[A-Z][a-z]{2} \d\d:\d\d:\d\d running → succeeded"))
+    expect(page.get_by_test_id("events")).not_to_contain_text(re.compile(r"\b[AP]M\b"))
+    no_null_nor_undefined(page)
+    assert page.evaluate("window.notReloaded") is True
+    page.screenshot(path=f"{SCREENS}/job_succeeded_after.png", full_page=True)
+
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
+    expect(page.locator(f'tr[data-job-id="{job.pk}"] [data-field="status"]')).to_have_text("succeeded")
+    no_null_nor_undefined(page)
+
+
+def test_a_cancelled_job_loses_its_being_stopped_banner_and_its_cancel(live_server, page, local_backend, follower):
+    ImageRuleFactory()
+    lab(1)
+    sam = UserFactory(username="sam", role="student")
+    job = submit(sam, "long one", "import time; print('up', flush=True); time.sleep(120)")
+    sign_in(page, live_server.url, "sam")
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.get_by_test_id("job-status")).to_have_text("running", timeout=30_000)
+    page.get_by_test_id("cancel-link").click()
+    page.get_by_label("Yes, cancel this job.").check()
+    page.get_by_role("button", name="Cancel the job").click()
+    expect(page).to_have_url(f"{live_server.url}/jobs/{job.pk}/")
+    page.evaluate("window.notReloaded = true")
+
+    expect(page.get_by_test_id("job-status")).to_have_text("cancelled", timeout=30_000)
+    expect(page.get_by_role("status")).to_have_count(0)  # "… is being stopped" is over
+    expect(page.get_by_test_id("cancel-link")).to_have_count(0)
+    expect(page.get_by_test_id("events")).to_contain_text("→ cancelled")
+    no_null_nor_undefined(page)
+    assert page.evaluate("window.notReloaded") is True
+    assert Job.objects.get().state == "cancelled"
