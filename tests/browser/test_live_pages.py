@@ -4,14 +4,17 @@ page then shows is checked (no stale banner, no Cancel on a finished job, no "nu
 import re
 import threading
 import time
+from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.services.dispatch import jobs_follow
+from labs.models import NotebookProfile, NotebookSession, NotebookStatus
 from tests.factories import PASSWORD, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory, lab, local_backend_fixture  # noqa: F401
 
@@ -105,3 +108,43 @@ def test_a_cancelled_job_loses_its_being_stopped_banner_and_its_cancel(live_serv
     no_null_nor_undefined(page)
     assert page.evaluate("window.notReloaded") is True
     assert Job.objects.get().state == "cancelled"
+
+
+def test_a_notebook_card_and_banner_follow_it_from_the_queue_to_ready(live_server, page):
+    NotebookProfile.objects.create(
+        slug="pytorch-quarter",
+        name="PyTorch, a quarter",
+        image="quay.io/jupyter/pytorch-notebook:cuda12-latest",
+        gpu_share=Decimal("0.25"),
+        roles=["student"],
+    )
+    UserFactory(username="sam", role="student")
+    sign_in(page, live_server.url, "sam")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Notebooks").click()
+    page.get_by_label("PyTorch, a quarter").check()
+    page.get_by_role("button", name="Start").click()
+    expect(page.get_by_role("status")).to_contain_text("“PyTorch, a quarter” is in the queue.")
+    page.evaluate("window.notReloaded = true")
+    card = page.get_by_test_id("live-notebooks").get_by_test_id("notebook")
+
+    session = NotebookSession.objects.get()
+    now = timezone.now()
+    # Starting, with no reservation ahead (nothing it must end by): the card printed "null" there.
+    NotebookSession.objects.filter(pk=session.pk).update(
+        status=NotebookStatus.STARTING, node="gpu07", gpu_index=0, starting_at=now, reason="Starting on gpu07."
+    )
+    expect(card).to_contain_text("Starting on gpu07…")
+    expect(page.get_by_role("status")).to_have_count(0)  # no longer "in the queue"
+    no_null_nor_undefined(page)
+
+    url = "http://127.0.0.1:8001/user/sam/nb1/"
+    NotebookSession.objects.filter(pk=session.pk).update(status=NotebookStatus.READY, url=url, ready_at=now, reason="")
+    expect(card.get_by_role("link", name="Open JupyterLab")).to_have_attribute("href", url)
+    expect(card).not_to_contain_text("in the queue")
+    expect(page.get_by_role("status")).to_have_count(0)
+    no_null_nor_undefined(page)
+
+    NotebookSession.objects.filter(pk=session.pk).update(status=NotebookStatus.STOPPED, url="", reason="")
+    expect(page.get_by_test_id("ended-notebooks").get_by_test_id("notebook")).to_contain_text("Stopped.")
+    no_null_nor_undefined(page)
+    assert page.evaluate("window.notReloaded") is True
