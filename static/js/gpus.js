@@ -40,11 +40,23 @@
     return node;
   }
   function num(value, suffix) { return value === null || value === undefined ? "—" + suffix : Math.round(value) + suffix; }
+  // Words the page gives (translated there); these are the fallbacks.
+  function word(name, fallback) { return grid.getAttribute("data-say-" + name) || fallback; }
+  var FRACTIONS = [[0.125, "⅛"], [0.25, "¼"], [1 / 3, "⅓"], [0.5, "½"], [2 / 3, "⅔"], [0.75, "¾"]];
+  function shareLabel(share) {
+    for (var i = 0; i < FRACTIONS.length; i++) {
+      if (Math.abs(share - FRACTIONS[i][0]) < 0.01) return FRACTIONS[i][1];
+    }
+    return Math.round(share * 100) + " %";
+  }
+  function partly(gpu) { return !!gpu.holder && gpu.holder.share > 0 && gpu.holder.share < 0.999; }
+  // As the server's card says it (templates/telemetry/_gpu_card.html): a cordoned or down node says only that,
+  // and a GPU shared out in part is "partly used", not "busy".
   function stateOf(gpu) {
     if (gpu.node_status !== "ready") return gpu.node_status;
     if (gpu.stale) return "stale";
-    if (gpu.available) return "free";
-    return gpu.holder ? "busy" : "free";
+    if (gpu.available || !gpu.holder) return "free";
+    return partly(gpu) ? word("partly", "partly used") : "busy";
   }
 
   function newCard(gpu) {
@@ -115,15 +127,18 @@
     var holder = field(card, "holder");
     holder.textContent = "";
     if (!gpu.holder) {
-      holder.textContent = "free";
+      holder.textContent = gpu.node_status === "ready" ? "free" : word("idle", "nothing runs on it");
     } else {
       gpu.holder.holders.forEach(function (h) {
         holder.appendChild(el("span", "holder" + (h.mine ? " mine" : ""),
           (h.mine ? "you" : h.user) + " · " + h.kind + (h.course ? " (" + h.course + ")" : "")));
       });
-      if (gpu.holder.others) {
+      if (gpu.holder.others && (gpu.holder.holders.length || !partly(gpu))) {
         holder.appendChild(el("span", "holder others",
           gpu.holder.holders.length ? "+" + gpu.holder.others + " more" : "busy"));
+      }
+      if (partly(gpu)) {
+        holder.appendChild(el("span", "holder share", shareLabel(gpu.holder.share) + " " + word("in-use", "in use")));
       }
     }
     var alerts = field(card, "alerts");
