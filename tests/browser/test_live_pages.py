@@ -14,9 +14,13 @@ from playwright.sync_api import expect
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.services.dispatch import jobs_follow
-from labs.models import NotebookProfile, NotebookSession, NotebookStatus
-from tests.factories import PASSWORD, UserFactory
+from labs.inventory import demo_specs
+from labs.models import Node, NotebookProfile, NotebookSession, NotebookStatus
+from labs.services import inventory_sync
+from tests.browser.test_gpus import asgi_portal  # noqa: F401  (fixture)
+from tests.factories import PASSWORD, AllocationFactory, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory, lab, local_backend_fixture  # noqa: F401
+from tests.labs.telemetry.test_collector import clean_store  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SCREENS = "/work/wt/screens"
@@ -148,3 +152,36 @@ def test_a_notebook_card_and_banner_follow_it_from_the_queue_to_ready(live_serve
     expect(page.get_by_test_id("ended-notebooks").get_by_test_id("notebook")).to_contain_text("Stopped.")
     no_null_nor_undefined(page)
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_the_grid_says_partly_used_and_cordoned_as_they_happen(asgi_portal, page):  # noqa: F811
+    inventory_sync(specs=demo_specs(3), source="demo")
+    gpus = {node.name: node.gpus.get() for node in Node.objects.prefetch_related("gpus")}
+    UserFactory(username="maria", role="student")
+    page.goto(asgi_portal + "/login/?next=/lab/gpus/")
+    page.get_by_label("Username").fill("maria")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_test_id("live-state")).to_have_text("live", timeout=15_000)
+    page.evaluate("window.notReloaded = true")
+    first, second = page.get_by_test_id("gpu-gpu01-0"), page.get_by_test_id("gpu-gpu02-0")
+    expect(first.locator('[data-field="state"]')).to_have_text("free")
+
+    # Someone else's notebook takes a quarter of gpu01: shared, not "busy".
+    AllocationFactory(gpu=gpus["gpu01"], kind="notebook", ref="notebook:9", share=Decimal("0.25"))
+    expect(first.locator('[data-field="state"]')).to_have_text("partly used", timeout=10_000)
+    expect(first.locator('[data-field="holder"]')).to_have_text("¼ in use")
+
+    # gpu02 is cordoned: it says so, and nowhere "free".
+    Node.objects.filter(name="gpu02").update(status="cordoned")
+    expect(second.locator('[data-field="state"]')).to_have_text("cordoned", timeout=10_000)
+    expect(second.locator('[data-field="holder"]')).to_have_text("nothing runs on it")
+    expect(second).not_to_contain_text("free")
+    expect(page.get_by_test_id("gpus-available")).to_have_text("1")
+    no_null_nor_undefined(page)
+    assert page.evaluate("window.notReloaded") is True
+
+    page.reload()  # the server's cards say the same as the live ones
+    expect(first.locator('[data-field="state"]')).to_have_text("partly used")
+    expect(first.locator('[data-field="holder"]')).to_have_text("¼ in use")
+    expect(second.locator('[data-field="holder"]')).to_have_text("nothing runs on it")
