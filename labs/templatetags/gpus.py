@@ -29,3 +29,16 @@ def share_glyph(share) -> str:
 def partly_used(holder) -> bool:
     """Whether a GPU's holders take only part of it (a ¼ notebook), so it is shared, not busy."""
     return bool(holder) and 0 < holder.get("share", 1) < 0.999
+
+
+@register.filter
+def hours(value) -> str:
+    """GPU-hours with the decimals a small figure needs: 12.3, 0.25, 0.0092 (never "0.0" for work that was done)."""
+    if value is None:
+        return "—"
+    value = float(value)
+    if value == 0 or abs(value) >= 1:
+        return f"{value:.1f}"
+    if abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.2g}" if abs(value) >= 0.0001 else "< 0.0001"

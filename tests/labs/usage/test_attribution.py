@@ -116,3 +116,18 @@ def test_the_lab_page_folds_its_long_tables(lab, two_courses):
     body = signed_in(UserFactory(username="boss", role="admin")).get("/usage/lab/", WINDOW).content.decode()
     assert 'data-testid="fold-nodes"' in body and "Show the table (18 rows)" in body
     assert "<th>Person</th><th>GPU-hours</th>" in body and "gpu_hours" not in body
+
+
+def test_a_budget_used_a_little_does_not_read_zero(lab, two_courses):
+    Budget.objects.create(
+        name="CV-201 term",
+        course=lab.other_course,
+        gpu_hours=Decimal(250),
+        starts_on=dt.date(2026, 3, 10),
+        ends_on=dt.date(2026, 7, 31),
+    )
+    tuesday = timezone.make_aware(dt.datetime(2026, 3, 10, 9))
+    entry(two_courses, lab.gpus[2], tuesday, tuesday + dt.timedelta(seconds=33), course=lab.other_course)
+    body = signed_in(lab.other_teacher).get("/usage/courses/", {"course": "CV-201"}).content.decode()
+    budget = re.search(r"<tr>\s*<td>CV-201 term.*?</tr>", body, re.S).group(0)
+    assert '<td class="num">0.01</td>' in budget  # 33 s of a GPU (budgets count to the hundredth), not "0.0"
