@@ -70,6 +70,7 @@ def test_a_job_page_follows_the_job_to_success(live_server, page, local_backend,
     lab(1)
     sam = UserFactory(username="sam", role="student")
     job = submit(sam, "hello epochs", "import time; time.sleep(2); print('done')")
+    after = submit(sam, "second", "import time; time.sleep(8); print('second done')")  # waits for the one GPU
     sign_in(page, live_server.url, "sam")
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
     page.evaluate("window.notReloaded = true")
@@ -86,9 +87,15 @@ def test_a_job_page_follows_the_job_to_success(live_server, page, local_backend,
     assert page.evaluate("window.notReloaded") is True
     page.screenshot(path=f"{SCREENS}/job_succeeded_after.png", full_page=True)
 
+    # The list follows the second job to its end as well, without a reload.
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Jobs").click()
+    page.evaluate("window.notReloaded = true")
     expect(page.locator(f'tr[data-job-id="{job.pk}"] [data-field="status"]')).to_have_text("succeeded")
+    expect(page.locator(f'tr[data-job-id="{after.pk}"] [data-field="status"]')).to_have_text(
+        "succeeded", timeout=30_000
+    )
     no_null_nor_undefined(page)
+    assert page.evaluate("window.notReloaded") is True
 
 
 def test_a_cancelled_job_loses_its_being_stopped_banner_and_its_cancel(live_server, page, local_backend, follower):
