@@ -79,3 +79,26 @@ def test_a_teacher_reads_a_tiny_course_figure_on_an_honest_chart(live_server, pa
     with page.expect_download() as download_info:
         page.get_by_test_id("csv").first.click()
     assert download_info.value.suggested_filename == "usage-DL-101-students-2026-03-09_2026-03-11.csv"
+
+
+def test_the_lab_page_fits_a_few_screens_with_its_labels_whole(live_server, page, frozen_now, lab):
+    """Twenty nodes and people used in a window: the long tables fold, the chart's labels are not cut."""
+    import datetime as dt
+
+    from tests.factories import NodeFactory
+    from tests.labs.usage.conftest import entry
+
+    frozen_now(lab.now)
+    for n in range(4, 24):
+        gpu = NodeFactory(name=f"gpu{n:02d}").gpus.first()
+        person = UserFactory(username=f"user{n:02d}")
+        entry(person, gpu, lab.now - dt.timedelta(hours=n), lab.now - dt.timedelta(hours=1))
+    entry(lab.alice, lab.gpus[0], lab.now - dt.timedelta(hours=30), lab.now - dt.timedelta(hours=28), course=lab.course)
+    UserFactory(username="boss", role="admin")
+    sign_in(page, live_server.url, "boss")
+    page.goto(live_server.url + "/usage/lab/?from=2026-03-09&to=2026-03-11")
+    labels = page.locator("svg.usage-chart").first.locator("text.usage-label").all_text_contents()
+    assert "personal" in labels and "DL-101" in labels
+    expect(page.get_by_test_id("fold-nodes")).not_to_have_attribute("open", "")
+    page.screenshot(path="/work/wt/screens/lab_usage_after.png", full_page=True)
+    assert page.evaluate("() => document.documentElement.scrollHeight") < 2600
