@@ -256,6 +256,13 @@ def notice_send(*, user: User, text: str, ref: str = "", level: str = NoticeLeve
     return 1
 
 
+def notices_retire(*, ref: str) -> int:
+    """Mark everyone's unread notices about `ref` read: what they asked for is done (an approval someone gave)."""
+    if not ref:
+        return 0
+    return Notice.objects.filter(ref=ref, read_at__isnull=True).update(read_at=timezone.now())
+
+
 def notice_dismiss(*, user: User, notice_id: int) -> bool:
     """Mark one of the person's notices read; True if it was unread. Someone else's or a missing one: NotFound."""
     mine = Notice.objects.filter(user=user, pk=notice_id)

@@ -18,7 +18,7 @@ from accounts.models import Course, User
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota, lab_admins
-from accounts.services import notice_send
+from accounts.services import notice_send, notices_retire
 from labs.ledger import Ref, allocations_close
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import conflict, free_nodes
@@ -193,6 +193,18 @@ def _tell_admins_pending(reservation: Reservation, count: int) -> None:
         )
 
 
+def _retire_pending_notice(reservation: Reservation) -> None:
+    """The admins' "approve or reject" notice goes once nothing it asked about waits (a series: all of it)."""
+    if reservation.series is None:
+        first = reservation
+    else:
+        series = Reservation.objects.filter(series=reservation.series)
+        if series.filter(status=ReservationStatus.PENDING).exists():
+            return
+        first = series.order_by("pk").first()
+    notices_retire(ref=f"reservation:{first.pk}:pending")
+
+
 def release_rows(reservation: Reservation, *, end_at: dt.datetime | None) -> None:
     """Free the nodes: before the window, drop the hold; during it, end the window now. (Cancel, reject, the tick.)"""
     if end_at is None or end_at <= reservation.starts_at:
@@ -224,6 +236,7 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
             release_rows(reservation, end_at=now)
         reservation.status_reason = f"Cancelled by {by.username} at {when(now)}."
         reservation.save(update_fields=["status", "status_reason", "ends_at"])
+        _retire_pending_notice(reservation)
         if by.pk != reservation.owner_id:
             notice_send(
                 user=reservation.owner,
@@ -254,5 +267,6 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
             release_rows(reservation, end_at=None)
             text = f"Your reservation “{reservation.title}” was rejected: {reason or 'ask an admin why'}."
         reservation.save(update_fields=["status", "status_reason", "decided_by", "decided_at"])
+        _retire_pending_notice(reservation)
         notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")
     return reservation

@@ -4,39 +4,91 @@ shows the figures in a table beside the chart."""
 
 from __future__ import annotations
 
+import math
+import re
+
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
-BAR_W, GAP, HEIGHT, TOP, BOTTOM, LEFT = 34, 8, 180, 18, 36, 8
+BAR_W, GAP, HEIGHT, TOP, BOTTOM, LEFT, AXIS = 34, 8, 180, 18, 36, 8, 44
+MIN_TOP = 1.0  # GPU-hours: the scale never reaches below one, so a few GPU-minutes draw a sliver, not a full bar
+CHAR_W = 6  # about one character of the 10 px label font
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def nice_scale(peak: float, *, at_least: float = MIN_TOP, ticks: int = 5) -> tuple[float, float]:
+    """The top of a zero-based axis and its tick step (1, 2 or 5 × a power of ten), at most `ticks` steps."""
+    peak = max(peak, at_least)
+    raw = peak / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return step * math.ceil(peak / step - 1e-9), step
+
+
+def hours_text(value: float) -> str:
+    """GPU-hours written with the precision they need: 12, 1.5, 0.25, or minutes below a tenth (0.009 → 0.5 min)."""
+    if value <= 0:
+        return "0"
+    if value >= 10:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.1f}"
+    if value >= 0.1:
+        return f"{value:.2f}"
+    minutes = value * 60
+    return _("%(minutes)s min") % {"minutes": f"{minutes:.1f}" if minutes < 10 else f"{minutes:.0f}"}
+
+
+def short_label(label: str, room: int = 18) -> str:
+    if DAY.fullmatch(label):
+        return label[5:]  # a day: its month and day
+    return label if len(label) <= room else label[: room - 1] + "…"
 
 
 def bars(points: list[tuple[str, float]], *, unit: str = "GPU-h", title: str, limit: float | None = None) -> SafeString:
-    """A bar per point (label, value), its value written above it; `limit` draws a dashed line (a quota)."""
+    """A bar per point (label, value) on a zero-based axis with ticks, its value written above it; `limit` draws a
+    dashed line (a quota). The axis reaches at least MIN_TOP so that a tiny figure looks tiny."""
     if not points:
         return mark_safe("")
-    peak = max([value for _, value in points] + [limit or 0, 0.01])
-    width = LEFT * 2 + len(points) * (BAR_W + GAP)
+    top, step = nice_scale(max([value for _, value in points] + [limit or 0]))
+    labels = [short_label(label) for label, _ in points]
+    slot = max(BAR_W, max(len(text) for text in labels) * CHAR_W + 4)
+    width = AXIS + LEFT * 2 + len(points) * (slot + GAP)
     parts = [
         f'<svg class="usage-chart" role="img" viewBox="0 0 {width} {HEIGHT + TOP + BOTTOM}" width="{width}" '
-        f'height="{HEIGHT + TOP + BOTTOM}" data-points="{len(points)}"><title>{escape(title)}</title>'
+        f'height="{HEIGHT + TOP + BOTTOM}" data-points="{len(points)}" data-top="{top:g}">'
+        f"<title>{escape(title)}</title>"
+        f'<text x="2" y="10" class="usage-label">{escape(unit)}</text>'
     ]
-    for i, (label, value) in enumerate(points):
-        x = LEFT + i * (BAR_W + GAP)
-        h = round(HEIGHT * value / peak, 1)
-        y = TOP + HEIGHT - h
-        text = f"{value:.1f}"
+    for n in range(round(top / step) + 1):
+        tick = n * step
+        y = TOP + HEIGHT - HEIGHT * tick / top
         parts.append(
-            f'<g class="bar"><title>{escape(label)}: {text} {escape(unit)}</title>'
-            f'<rect x="{x}" y="{y}" width="{BAR_W}" height="{h}" class="usage-bar"></rect>'
-            f'<text x="{x + BAR_W / 2}" y="{y - 3}" text-anchor="middle" class="usage-value">{text}</text>'
-            f'<text x="{x + BAR_W / 2}" y="{TOP + HEIGHT + 14}" text-anchor="middle" class="usage-label">'
-            f"{escape(label[-5:])}</text></g>"
+            f'<g class="tick"><line x1="{AXIS - 4}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" class="usage-grid"></line>'
+            f'<text x="{AXIS - 6}" y="{y + 3:.1f}" text-anchor="end" class="usage-label">{tick:g}</text></g>'
         )
+    for i, ((label, value), shown) in enumerate(zip(points, labels, strict=True)):
+        x = AXIS + LEFT + i * (slot + GAP)
+        h = round(HEIGHT * value / top, 1)
+        y = TOP + HEIGHT - h
+        text = hours_text(value)
+        parts.append(
+            f'<g class="bar"><title>{escape(label)}: {value:.4f} {escape(unit)}</title>'
+            f'<rect x="{x + (slot - BAR_W) / 2}" y="{y}" width="{BAR_W}" height="{h}" class="usage-bar"></rect>'
+            f'<text x="{x + slot / 2}" y="{y - 3}" text-anchor="middle" class="usage-value">{escape(text)}</text>'
+            f'<text x="{x + slot / 2}" y="{TOP + HEIGHT + 14}" text-anchor="middle" class="usage-label">'
+            f"{escape(shown)}</text></g>"
+        )
+    parts.append(
+        f'<line x1="{AXIS}" x2="{AXIS}" y1="{TOP}" y2="{TOP + HEIGHT}" class="usage-axis"></line>'
+        f'<line x1="{AXIS}" x2="{width}" y1="{TOP + HEIGHT}" y2="{TOP + HEIGHT}" class="usage-axis"></line>'
+    )
     if limit:
-        y = TOP + HEIGHT - HEIGHT * limit / peak
+        y = TOP + HEIGHT - HEIGHT * limit / top
         parts.append(
             f'<g class="limit"><title>Weekly quota: {limit:.1f} {escape(unit)}</title>'
-            f'<line x1="0" x2="{width}" y1="{y}" y2="{y}" class="usage-limit" stroke-dasharray="6 4"></line>'
+            f'<line x1="{AXIS}" x2="{width}" y1="{y}" y2="{y}" class="usage-limit" stroke-dasharray="6 4"></line>'
             f'<text x="{width - 4}" y="{y - 4}" text-anchor="end" class="usage-label">quota {limit:.0f}</text></g>'
         )
     parts.append("</svg>")

@@ -10,12 +10,13 @@ from collections import defaultdict
 from django.db.models import Avg, Count, F, Sum
 from django.db.models.functions import ExtractHour
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Course
 from accounts.selectors import effective_quota, students_of
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
-from labs.usage.accounting import Window
+from labs.usage.accounting import NO_COURSE, Window
 from labs.usage.efficiency import p95
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
 from labs.usage.waits import queue_wait_kinds, queue_waits_between
@@ -23,11 +24,52 @@ from labs.usage.waits import queue_wait_kinds, queue_waits_between
 IDLE_HINT_SHARE = 0.5  # a notebook idle for more than half of what it held gets a hint
 
 
+# What people read above a column, on the pages and in the pages' CSV downloads (the API keeps its field names).
+LABELS = {
+    "holder": _("Notebook or job"),
+    "kind": _("Kind"),
+    "user": _("Person"),
+    "course": _("Course"),
+    "node": _("Node"),
+    "started": _("Started"),
+    "ended": _("Ended"),
+    "gpu_hours": _("GPU-hours"),
+    "mean_util_pct": _("Mean GPU utilisation (%)"),
+    "p95_util_pct": _("p95 GPU utilisation (%)"),
+    "peak_mem_mb": _("Peak GPU memory (MB)"),
+    "energy_wh": _("Energy (Wh)"),
+    "idle_gpu_hours": _("Idle GPU-hours"),
+    "week": _("Week"),
+    "day": _("Day"),
+    "month": _("Month"),
+    "term": _("Term"),
+    "hour": _("Hour of the day"),
+    "minutes": _("Minutes sampled"),
+    "reservation": _("Reservation"),
+    "starts": _("Starts"),
+    "ends": _("Ends"),
+    "reserved_gpu_hours": _("Reserved GPU-hours"),
+    "used_gpu_hours": _("Used GPU-hours"),
+    "utilisation_pct": _("Utilisation (%)"),
+    "no_show": _("No-show"),
+    "notebook_wait_mean_s": _("Notebook wait, mean (s)"),
+    "notebook_wait_p95_s": _("Notebook wait, p95 (s)"),
+    "job_wait_mean_s": _("Job wait, mean (s)"),
+    "job_wait_p95_s": _("Job wait, p95 (s)"),
+}
+PERSONAL = _("personal")  # work booked to no course: the person's own
+
+
 @dataclasses.dataclass
 class Table:
     name: str
     header: list[str]
     rows: list[list]
+
+    @property
+    def labels(self) -> list[str]:
+        """The header as people read it (pages, their CSV downloads)."""
+        return [str(LABELS.get(column, column.replace("_", " "))) for column in self.header]
 
     @property
     def total_gpu_hours(self) -> float:
@@ -39,12 +81,26 @@ def _hours(seconds: float) -> float:
     return round(seconds / 3600, 4)
 
 
+def holder_label(ref: str, kind: str, username: str) -> str:
+    """ "notebook:12" of ana -> "notebook 12 of ana"; "job:7#2" -> "job 7 (attempt 2) of ana"."""
+    number = ref.partition(":")[2]
+    number, _sep, attempt = number.partition("#")
+    if attempt and attempt != "1":
+        return str(_("%(kind)s %(number)s (attempt %(attempt)s) of %(user)s")) % {
+            "kind": kind,
+            "number": number,
+            "attempt": attempt,
+            "user": username,
+        }
+    return str(_("%(kind)s %(number)s of %(user)s")) % {"kind": kind, "number": number, "user": username}
+
+
 def sessions_table(scope: Scope, window: Window) -> Table:
     rows = []
     for row in efficiency_in_scope(scope, window)[:1000]:
         rows.append(
             [
-                row.holder_ref,
+                holder_label(row.holder_ref, row.holder_kind, row.user.username),
                 row.holder_kind,
                 row.user.username,
                 row.course.code if row.course_id else "",
@@ -76,6 +132,8 @@ def idle_hints(table: Table) -> list[str]:
 
 def grouped_table(scope: Scope, window: Window, group_by: str, *, name: str) -> Table:
     rows = [[row.key, _hours(row.gpu_seconds)] for row in usage_report(scope, window, group_by)]
+    if group_by == "course":
+        rows = [[str(PERSONAL) if key == NO_COURSE else key, hours] for key, hours in rows]
     return Table(name, [group_by, "gpu_hours"], rows)
 
 

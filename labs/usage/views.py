@@ -5,6 +5,9 @@ accounts.permissions; bad dates show their sentence on the page with the default
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
@@ -58,12 +61,20 @@ def _require_admin(request) -> None:
         raise NotPermitted(USAGE_LAB_ADMINS_ONLY)
 
 
+def _days(window) -> tuple[dt.date, dt.date]:
+    """The first and the last day the window covers, in the lab's zone (`to` is included: the window ends at the
+    next midnight, or now)."""
+    first = timezone.localtime(window.start).date()
+    last = (timezone.localtime(window.end) - dt.timedelta(microseconds=1)).date()
+    return first, max(first, last)
+
+
 def _context(request, window, error, **more):
     return {
         "window": window,
         "window_error": error,
-        "from_value": timezone.localtime(window.start).date().isoformat(),
-        "to_value": timezone.localtime(window.end).date().isoformat(),
+        "from_value": _days(window)[0].isoformat(),
+        "to_value": _days(window)[1].isoformat(),
         "query": request.GET.urlencode(),
         "keep": [("course", more["scope"].course.code)] if more.get("scope") and more["scope"].course else [],
         "lab_zone": timezone.get_current_timezone_name(),
@@ -148,38 +159,52 @@ def lab_usage(request):
     return render(request, "usage/lab.html", context)
 
 
-def _table(request, name: str) -> reports.Table:
+def _table(request, name: str) -> tuple[reports.Table, str, object]:
+    """The table asked for, what it is about (a course's code, the person, the lab) and its window."""
     window, _ = _window(request)
     if name == "my-sessions":
-        return reports.sessions_table(Scope(viewer=request.user, person=request.user), window)
+        me = Scope(viewer=request.user, person=request.user)
+        return reports.sessions_table(me, window), request.user.username, window
     if name == "my-weeks":
-        return reports.grouped_table(Scope(viewer=request.user, person=request.user), window, "week", name="weeks")
+        me = Scope(viewer=request.user, person=request.user)
+        return reports.grouped_table(me, window, "week", name="weeks"), request.user.username, window
     if name.startswith("course-"):
         scope = _course_scope(request)
         if scope.course is None:  # a teacher of no course: the tables' headers, no rows
-            return reports.Table(name, ["user", "gpu_hours", "idle_gpu_hours"], [])
+            return reports.Table(name, ["user", "gpu_hours", "idle_gpu_hours"], []), "no-course", window
         window, _ = _course_window(request, scope)
+        code = scope.course.code
         if name == "course-students":
-            return reports.students_table(scope, window, sort=request.GET.get("sort") or "gpu_hours")
+            return reports.students_table(scope, window, sort=request.GET.get("sort") or "gpu_hours"), code, window
         if name == "course-reservations":
-            return reports.reservations_table(scope, window)
+            return reports.reservations_table(scope, window), code, window
         if name == "course-weeks":
-            return reports.grouped_table(scope, window, "week", name="weeks")
+            return reports.grouped_table(scope, window, "week", name="weeks"), code, window
     if name in ("lab-courses", "lab-users", "lab-nodes", "lab-days", "lab-heat"):
         _require_admin(request)
         scope = Scope(viewer=request.user)
         if name == "lab-days":
-            return reports.days_table(scope, window, gpus=Gpu.objects.count())
+            return reports.days_table(scope, window, gpus=Gpu.objects.count()), "lab", window
         if name == "lab-heat":
-            return reports.heat_table(window)
-        return reports.grouped_table(scope, window, name[4:-1], name=name[4:])
+            return reports.heat_table(window), "lab", window
+        return reports.grouped_table(scope, window, name[4:-1], name=name[4:]), "lab", window
     raise Http404
+
+
+def csv_filename(subject: str, table: str, window) -> str:
+    """What and when: usage-DL-101-students-2026-11-01_2026-11-27.csv (the days included, in the lab's zone)."""
+    first, last = _days(window)
+    subject = re.sub(r"[^A-Za-z0-9._-]+", "-", subject).strip("-") or "usage"
+    return f"usage-{subject}-{table}-{first.isoformat()}_{last.isoformat()}.csv"
 
 
 @login_required
 @require_GET
 def table_csv(request, table: str):
-    found = _table(request, table)
+    found, subject, window = _table(request, table)
     return csvstream.csv_response(
-        request, filename=f"usage-{table}.csv", header=found.header, pages=csvstream.one_page(found.rows)
+        request,
+        filename=csv_filename(subject, found.name, window),
+        header=found.labels,
+        pages=csvstream.one_page(found.rows),
     )

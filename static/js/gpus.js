@@ -41,11 +41,21 @@
   }
   function num(value, suffix) { return value === null || value === undefined ? "—" + suffix : Math.round(value) + suffix; }
   var NODE_STATES = { cordoned: gettext("cordoned"), down: gettext("down") };
+  var FRACTIONS = [[0.125, "⅛"], [0.25, "¼"], [1 / 3, "⅓"], [0.5, "½"], [2 / 3, "⅔"], [0.75, "¾"]];
+  function shareLabel(share) {
+    for (var i = 0; i < FRACTIONS.length; i++) {
+      if (Math.abs(share - FRACTIONS[i][0]) < 0.01) return FRACTIONS[i][1];
+    }
+    return Math.round(share * 100) + " %";
+  }
+  function partly(gpu) { return !!gpu.holder && gpu.holder.share > 0 && gpu.holder.share < 0.999; }
+  // As the server's card says it (templates/telemetry/_gpu_card.html): a cordoned or down node says only that,
+  // and a GPU shared out in part is "partly used", not "busy".
   function stateOf(gpu) {
     if (gpu.node_status !== "ready") return NODE_STATES[gpu.node_status] || gpu.node_status;
     if (gpu.stale) return gettext("stale");
-    if (gpu.available) return gettext("free");
-    return gpu.holder ? gettext("busy") : gettext("free");
+    if (gpu.available || !gpu.holder) return gettext("free");
+    return partly(gpu) ? gettext("partly used") : gettext("busy");
   }
 
   function newCard(gpu) {
@@ -116,15 +126,18 @@
     var holder = field(card, "holder");
     holder.textContent = "";
     if (!gpu.holder) {
-      holder.textContent = gettext("free");
+      holder.textContent = gpu.node_status === "ready" ? gettext("free") : gettext("nothing runs on it");
     } else {
       gpu.holder.holders.forEach(function (h) {
         holder.appendChild(el("span", "holder" + (h.mine ? " mine" : ""),
           (h.mine ? gettext("you") : h.user) + " · " + h.kind + (h.course ? " (" + h.course + ")" : "")));
       });
-      if (gpu.holder.others) {
+      if (gpu.holder.others && (gpu.holder.holders.length || !partly(gpu))) {
         holder.appendChild(el("span", "holder others",
           gpu.holder.holders.length ? interpolate(gettext("+%s more"), [gpu.holder.others]) : gettext("busy")));
+      }
+      if (partly(gpu)) {
+        holder.appendChild(el("span", "holder share", interpolate(gettext("%s in use"), [shareLabel(gpu.holder.share)])));
       }
     }
     var alerts = field(card, "alerts");

@@ -113,15 +113,39 @@
   }
 
   // --- One job ------------------------------------------------------------------------------
+  // The server's "D H:i:s" ("Fri 04:55:17") in the lab's time zone, whatever the browser's zone and locale are.
+  function eventTime(iso) {
+    const zone = document.body.dataset.labTz;
+    const options = { weekday: "short", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" };
+    try {
+      return new Intl.DateTimeFormat("en-GB", zone ? { ...options, timeZone: zone } : options).format(new Date(iso));
+    } catch (error) {
+      return new Intl.DateTimeFormat("en-GB", options).format(new Date(iso));
+    }
+  }
+
+  function eventItem(e) {
+    const item = document.createElement("li");
+    const at = document.createElement("span");
+    at.className = "muted small";
+    at.textContent = eventTime(e.at);
+    const to = document.createElement("strong");
+    to.textContent = e.to_state;
+    item.append(at, " " + (e.from_state || "—") + " → ", to, " (attempt " + e.attempt + "): " + (e.reason || ""));
+    return item;
+  }
+
   const detail = document.getElementById("job-detail");
   if (detail) {
     const followed = logFollower(detail);
     followed.start();
+    const shownAs = detail.dataset.status; // the state the page was rendered in, with its one-off messages
     const poll = async () => {
       let job = null;
       try {
         job = await getJSON(detail.dataset.api);
-        setBadge(detail.querySelector('[data-field="status"]'), statusLabel(job));
+        const label = statusLabel(job);
+        setBadge(detail.querySelector('[data-field="status"]'), label);
         text(detail.querySelector('[data-field="attempt"]'), String(job.attempt));
         text(detail.querySelector('[data-field="nodes"]'), job.node_names.join(", ") || "—");
         text(detail.querySelector('[data-field="exit_code"]'), job.exit_code === null ? "—" : String(job.exit_code));
@@ -129,16 +153,17 @@
           ? interpolate(gettext("Position %(position)s: %(reason)s"), { position: job.position || "?", reason: job.reason }, true)
           : job.reason;
         text(detail.querySelector('[data-field="reason"]'), reason || "");
+        // "… is queued: starting now" or "… is being stopped" said what was true when the page came: once the job
+        // has moved on they would mislead, and the status above says the rest.
+        if (label !== shownAs) {
+          for (const old of document.querySelectorAll("main .messages")) old.remove();
+        }
+        if (FINISHED.includes(job.status)) {
+          for (const link of detail.querySelectorAll("[data-while-active]")) link.remove();
+        }
         const events = document.getElementById("job-events");
         if (events && events.children.length !== job.events.length) {
-          events.replaceChildren(...job.events.map((e) => {
-            const item = document.createElement("li");
-            // In the lab's time zone, as the server renders times, whatever the browser's zone is.
-            const zone = document.body.dataset.labTz;
-            const at = new Date(e.at).toLocaleTimeString([], zone ? { timeZone: zone } : {});
-            item.textContent = at + " " + (e.from_state || "—") + " → " + e.to_state + " (attempt " + e.attempt + "): " + e.reason;
-            return item;
-          }));
+          events.replaceChildren(...job.events.map(eventItem));
         }
         followed.poke(job);
       } catch (error) { /* try again at the next tick */ }

@@ -68,6 +68,11 @@
     return node;
   }
 
+  // DOM's append() writes null as the text "null": leave out what a card does not have.
+  function put(node, ...children) {
+    node.append(...children.filter((child) => child !== null && child !== undefined && child !== ""));
+  }
+
   function urlFor(template, id) {
     return template.replace("/0/", "/" + id + "/");
   }
@@ -80,19 +85,19 @@
     const article = el("article", {
       class: "nb-session nb-" + nb.status, "data-notebook-id": nb.id, "data-status": nb.status, "data-testid": "notebook",
     });
-    article.append(el("header", { class: "nb-session-head" },
+    put(article, el("header", { class: "nb-session-head" },
       el("span", {},
         el("strong", { class: "nb-name" }, nb.profile_name), " ",
         el("span", { class: "muted small" }, "#" + nb.id + " · " + shareLabel(nb.gpu_share))),
       el("span", { class: "badge nb-badge nb-badge-" + nb.status, "data-field": "status" }, LABELS[nb.status] || nb.status)));
     const mustEnd = clock(nb.must_end_by);
     if (nb.status === "queued") {
-      article.append(
+      put(article,
         el("p", { class: "nb-headline", "data-field": "position" }, interpolate(gettext("Position %s in the queue"), [nb.position || "?"])),
         el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason),
         stopLink(nb, gettext("Leave the queue…")));
     } else if (nb.status === "starting") {
-      article.append(
+      put(article,
         el("progress", { class: "nb-progress", "aria-label": gettext("Starting") }),
         el("p", { class: "nb-headline", "data-field": "reason" }, nb.node ? interpolate(gettext("Starting on %s…"), [nb.node]) : gettext("Starting on a GPU…")),
         mustEnd ? el("p", { class: "small" }, interpolate(gettext("It must end by %s: the node is reserved then."), [mustEnd])) : null,
@@ -107,7 +112,7 @@
         }, gettext("Keep running / Extend")));
       const actions = stopLink(nb, gettext("Stop…"));
       actions.prepend(extend);
-      article.append(
+      put(article,
         el("p", {}, el("a", {
           class: "button-link primary-link nb-open", href: nb.url || "#", target: "_blank", rel: "noopener",
           "data-testid": "open-notebook",
@@ -117,12 +122,12 @@
           (mustEnd ? " (" + interpolate(gettext("the node is reserved from %s"), [mustEnd]) + ")" : "")),
         actions);
     } else if (nb.status === "stopping") {
-      article.append(
+      put(article,
         el("p", { class: "nb-headline" }, gettext("Stopping…")),
         el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason));
     } else {
       const stopped = clock(nb.stopped_at);
-      article.append(
+      put(article,
         el("p", { class: "nb-reason", "data-field": "reason" }, nb.reason || gettext("Stopped.")),
         stopped ? el("p", { class: "small muted" }, interpolate(gettext("Ended %s"), [stopped])) : null);
     }
@@ -130,6 +135,7 @@
   }
 
   // --- The list ------------------------------------------------------------------------------------------------
+  let moved = false; // a notebook changed state since the page came, so its one-off banners are out of date
   function sync(box, items) {
     const existing = new Map();
     for (const child of box.children) existing.set(child.dataset.notebookId, child);
@@ -139,7 +145,10 @@
       if (old && old.dataset.sig === sig) return old;
       const fresh = card(nb);
       fresh.dataset.sig = sig;
-      if (old && old.dataset.status !== nb.status) fresh.classList.add("nb-changed");
+      if (old && old.dataset.status !== nb.status) {
+        fresh.classList.add("nb-changed");
+        moved = true;
+      }
       return fresh;
     });
     const same = wanted.length === box.children.length && wanted.every((node, i) => box.children[i] === node);
@@ -151,6 +160,8 @@
     const ended = notebooks.filter((nb) => !LIVE.includes(nb.status)).slice(0, endedShown);
     sync(liveBox, live);
     sync(endedBox, ended);
+    // "… is in the queue" was true when the page came; once a notebook has moved on, its card says the truth.
+    if (moved) for (const old of document.querySelectorAll("main .messages")) old.remove();
     none.hidden = live.length + ended.length > 0;
     endedTitle.hidden = ended.length === 0;
     const count = document.querySelector('[data-field="active-count"]');

@@ -297,7 +297,7 @@ def test_a_course_pages_students_csv_counts_only_what_was_booked_to_it_in_its_te
     )
     assert response.status_code == 200
     body = b"".join(response.streaming_content) if response.streaming else response.content
-    rows = {row["user"]: float(row["gpu_hours"]) for row in csv.DictReader(io.StringIO(body.decode()))}
+    rows = {row["Person"]: float(row["GPU-hours"]) for row in csv.DictReader(io.StringIO(body.decode()))}
     assert rows["bo"] == pytest.approx(1.0)
 
 

@@ -12,7 +12,7 @@ from accounts.errors import InvalidInput, NotPermitted, QuotaExceeded
 from accounts.models import Quota
 from labs.models import Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import ReservationConflict
-from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create
+from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create, reservation_decide
 from tests.factories import CourseFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -178,6 +178,40 @@ def test_admin_books_on_a_teachers_behalf_and_big_requests_wait_for_approval(lab
     # A pending request holds its nodes, so approving it later can never collide.
     with pytest.raises(ReservationConflict):
         book(UserFactory(username="grace", role="teacher"), all_nodes=True, start=tomorrow_at(19), end=tomorrow_at(20))
+
+
+@pytest.mark.parametrize("how", ["approved", "rejected", "cancelled by its owner"])
+def test_the_approve_or_reject_notice_goes_once_the_request_is_decided(lab, teacher, client, how):
+    first, second = UserFactory(username="root", role="admin"), UserFactory(username="ops", role="admin")
+    Quota.objects.create(user=teacher, reservation_approval_nodes=2)
+    [big] = book(teacher, count=4, start=tomorrow_at(18), end=tomorrow_at(20))
+    client.force_login(second)
+    assert "approve or reject it" in client.get("/").content.decode()
+    if how == "cancelled by its owner":
+        reservation_cancel(by=teacher, reservation=big)
+    else:
+        reservation_decide(by=first, reservation=big, approve=how == "approved", reason="")
+    # Every admin was asked; one answer is enough, so nobody is asked any more.
+    assert "approve or reject it" not in client.get("/").content.decode()
+    assert not first.notices.filter(read_at__isnull=True, ref__endswith=":pending").exists()
+
+
+def test_a_series_notice_stays_until_its_last_pending_session_is_decided(lab, teacher):
+    admin = UserFactory(username="root", role="admin")
+    Quota.objects.create(user=teacher, reservation_approval_nodes=2, reservation_horizon_days=60)
+    made = book(
+        teacher,
+        count=4,
+        start=tomorrow_at(18),
+        end=tomorrow_at(20),
+        repeat_weekly_until=tomorrow_at(18).date() + dt.timedelta(weeks=1),
+    )
+    assert len(made) == 2 and all(r.status == ReservationStatus.PENDING for r in made)
+    pending = admin.notices.filter(read_at__isnull=True, ref=f"reservation:{made[0].pk}:pending")
+    reservation_decide(by=admin, reservation=made[0], approve=True)
+    assert pending.exists()
+    reservation_decide(by=admin, reservation=made[1], approve=True)
+    assert not pending.exists()
 
 
 def test_course_must_be_one_the_owner_teaches(lab, teacher):

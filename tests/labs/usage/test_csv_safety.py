@@ -123,5 +123,5 @@ def test_the_usage_pages_downloads_escape_titles_and_names(now, lab, hostile, ta
         assert hostile["users"] <= found
     assert not any(runs_as_formula(cell) for cell in found)
     # Numbers stay numbers: the GPU-hours read as floats.
-    hours = rows[0].index("gpu_hours") if "gpu_hours" in rows[0] else rows[0].index("used_gpu_hours")
+    hours = rows[0].index("GPU-hours") if "GPU-hours" in rows[0] else rows[0].index("Used GPU-hours")
     assert all(float(row[hours]) >= 0 for row in rows[1:])

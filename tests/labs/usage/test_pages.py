@@ -46,7 +46,8 @@ def test_my_usage_shows_the_week_the_chart_and_each_session(now, lab, known, api
     assert 'data-testid="week-used">4.00<' in page  # Monday 00:00 to now: 4 GPU-hours
     assert "<svg" in page and 'class="bar"' in page
     assert total_on(page) == pytest.approx(4.0)
-    assert "job:1#1" in page and "notebook:2" in page
+    assert "job 1 of alice" in page and "notebook 2 of alice" in page  # not "job:1#1", "notebook:2"
+    assert "p95 GPU utilisation (%)" in page and "p95_util_pct" not in page
     assert "bob" not in page and "carol" not in page
 
 
@@ -60,7 +61,7 @@ def test_the_course_page_agrees_with_the_api(now, lab, known):
     assert total_on(body) == pytest.approx(api["total_gpu_hours"], abs=0.01)
     download = client.get("/usage/csv/course-students/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"})
     rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
-    assert sum(float(row["gpu_hours"]) for row in rows) == pytest.approx(api["total_gpu_hours"], abs=0.01)
+    assert sum(float(row["GPU-hours"]) for row in rows) == pytest.approx(api["total_gpu_hours"], abs=0.01)
     assert client.get("/usage/courses/", {"course": "CV-201"}).status_code == 404
 
 
@@ -146,13 +147,12 @@ def test_the_lab_days_show_the_queue_wait_of_jobs_and_notebooks(now, lab, known)
     JobFactory(owner=lab.bob, submitted_at=tuesday, queued_since=tuesday)  # still queued: no wait yet
     admin = UserFactory(username="boss", role="admin")
     download = signed_in(admin).get("/usage/csv/lab-days/", {"from": "2026-03-09", "to": "2026-03-11"})
-    rows = {row["day"]: row for row in csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode()))}
-    assert {"job_wait_mean_s", "job_wait_p95_s", "notebook_wait_mean_s", "notebook_wait_p95_s"} <= set(
-        rows["2026-03-10"]
-    )
-    assert float(rows["2026-03-10"]["job_wait_mean_s"]) == 120.0
-    assert float(rows["2026-03-10"]["job_wait_p95_s"]) == 180.0
-    assert rows["2026-03-09"]["job_wait_mean_s"] == ""  # no job waited that day
+    rows = {row["Day"]: row for row in csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode()))}
+    waits = {"Job wait, mean (s)", "Job wait, p95 (s)", "Notebook wait, mean (s)", "Notebook wait, p95 (s)"}
+    assert waits <= set(rows["2026-03-10"])
+    assert float(rows["2026-03-10"]["Job wait, mean (s)"]) == 120.0
+    assert float(rows["2026-03-10"]["Job wait, p95 (s)"]) == 180.0
+    assert rows["2026-03-09"]["Job wait, mean (s)"] == ""  # no job waited that day
     page = signed_in(admin).get("/usage/lab/", {"from": "2026-03-09", "to": "2026-03-11"}).content.decode()
     assert "job_wait_mean_s" in page or "Job wait" in page or "job wait" in page.lower()
 
@@ -178,7 +178,7 @@ def test_the_course_page_without_dates_shows_the_term_so_far_and_its_csv_agrees(
     for table in ("course-students", "course-weeks"):
         download = client.get(f"/usage/csv/{table}/", {"course": "DL-101"})
         rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
-        assert sum(float(row["gpu_hours"]) for row in rows) == pytest.approx(term_hours, abs=0.01), table
+        assert sum(float(row["GPU-hours"]) for row in rows) == pytest.approx(term_hours, abs=0.01), table
     until_monday = client.get("/usage/courses/", {"course": "DL-101", "to": "2026-03-08"}).content.decode()
     assert 'role="alert"' not in until_monday and 'name="from" value="2026-02-01"' in until_monday
     assert total_on(until_monday) == pytest.approx(2, abs=0.01)  # alice's 2 h before Monday (bob's 10 h: his)
@@ -192,4 +192,4 @@ def test_the_course_students_table_lists_students_not_assistants(now, lab, known
         "/usage/csv/course-students/", {"course": "DL-101", "from": "2026-03-09", "to": "2026-03-11"}
     )
     rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
-    assert {row["user"] for row in rows} == {"alice", "bob"}
+    assert {row["Person"] for row in rows} == {"alice", "bob"}
