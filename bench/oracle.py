@@ -20,7 +20,7 @@ import dataclasses
 import heapq
 import time
 
-from bench.simulate import jain_index, percentile
+from bench.figures import jain_index, percentile
 from bench.traces import TraceError, TraceJob
 
 
@@ -48,6 +48,27 @@ def srtf_oracle(trace: list[TraceJob], gpus: int = 40, slowdown_floor_s: float =
     if too_big:
         raise TraceError(f"{len(too_big)} jobs need more GPUs than the lab has (first: {too_big[0]}).")
     started = time.perf_counter()
+    end, preemptions, idle_waiting_s = srtf_ends(trace, gpus)
+    waits = [end[i] - t.submit_s - t.duration_s for i, t in enumerate(trace)]
+    jcts = [end[i] - t.submit_s for i, t in enumerate(trace)]
+    slowdowns: dict[str, list[float]] = {}
+    for i, t in enumerate(trace):
+        slowdowns.setdefault(t.user, []).append(max(jcts[i] / max(t.duration_s, slowdown_floor_s), 1.0))
+    return OracleResult(
+        jobs=len(trace),
+        gpus=gpus,
+        mean_wait_s=sum(waits) / len(waits),
+        p95_wait_s=percentile(waits, 95),
+        mean_jct_s=sum(jcts) / len(jcts),
+        jain_index=jain_index(sum(s) / len(s) for s in slowdowns.values()),
+        idle_gpu_hours_while_waiting=idle_waiting_s / 3600.0,
+        preemptions=preemptions,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def srtf_ends(trace: list[TraceJob], gpus: int) -> tuple[list[float], int, float]:
+    """When each job ends under SRTF; the preemptions; GPU-seconds idle while a job that fitted waited."""
     order = sorted(range(len(trace)), key=lambda i: (trace[i].submit_s, i))
     remaining = [t.duration_s for t in trace]
     end = [0.0] * len(trace)
@@ -89,19 +110,4 @@ def srtf_oracle(trace: list[TraceJob], gpus: int = 40, slowdown_floor_s: float =
         running = chosen
         finishes = sorted((now + remaining[i], i) for i in running)
         heapq.heapify(finishes)
-    waits = [end[i] - t.submit_s - t.duration_s for i, t in enumerate(trace)]
-    jcts = [end[i] - t.submit_s for i, t in enumerate(trace)]
-    slowdowns: dict[str, list[float]] = {}
-    for i, t in enumerate(trace):
-        slowdowns.setdefault(t.user, []).append(max(jcts[i] / max(t.duration_s, slowdown_floor_s), 1.0))
-    return OracleResult(
-        jobs=len(trace),
-        gpus=gpus,
-        mean_wait_s=sum(waits) / len(waits),
-        p95_wait_s=percentile(waits, 95),
-        mean_jct_s=sum(jcts) / len(jcts),
-        jain_index=jain_index(sum(s) / len(s) for s in slowdowns.values()),
-        idle_gpu_hours_while_waiting=idle_waiting_s / 3600.0,
-        preemptions=preemptions,
-        wall_s=time.perf_counter() - started,
-    )
+    return end, preemptions, idle_waiting_s

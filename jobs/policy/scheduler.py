@@ -231,7 +231,12 @@ class _Pass:
                     node.plan[gpu] = release
                     node.version[gpu] += 1
                     self.lab.total_soon += 1
-        self.lab.take_claim(claim, claim.start, job.max_runtime_s)
+        self.lab.take_claim(claim, claim.start, job.expected_s)
+
+    def _expected_frees(self) -> list[float]:
+        """When each GPU busy now is expected to come free (runtime.py), earliest first."""
+        now = self.now
+        return sorted(t for node in self.lab.nodes if node.schedulable for t in node.plan if now < t < INF)
 
     # --- The pass -------------------------------------------------------------------------
 
@@ -269,13 +274,22 @@ class _Pass:
             if claim is None:
                 unclaimed.append((slot, job, priority))
                 continue
-            lab.take_claim(claim, claim.start, job.max_runtime_s)
+            lab.take_claim(claim, claim.start, job.expected_s)
             self._book(job)
             records[slot] = (job, priority, "starting", claim.start, None, None, None, 0)
 
         still: list[tuple[int, QueuedJob, float]] = []
         depth = config.preemption_depth if self.running else 0
+        frees = self._expected_frees() if depth else []
+        taken = 0
         for n, (slot, job, priority) in enumerate(unclaimed):
+            # GPUs that running work is expected to free within a grace period serve the jobs in queue order
+            # without stopping anyone (a preemption would keep the job waiting that long anyway).
+            soon = frees[taken : taken + job.gpus] if job.reservation_id is None else []
+            taken += len(soon)
+            if len(soon) == job.gpus and soon[-1] <= now + config.preempt_grace_s:
+                still.append((slot, job, priority))
+                continue
             found = self.preempt_for(job, priority) if n < depth else None
             if found is None or not found[1]:
                 still.append((slot, job, priority))

@@ -35,6 +35,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-checkpoint", action="store_true", help="preempted jobs lose their work and start over"
         )
+        parser.add_argument(
+            "--no-predict",
+            action="store_true",
+            help="no runtime predictions from history: the policy sees only each job's limit",
+        )
         parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
 
     def handle(self, *args, **options) -> None:
@@ -61,6 +66,7 @@ class Command(BaseCommand):
                 tick_s=options["tick_s"],
                 restart_overhead_s=options["restart_overhead_s"],
                 checkpoint=not options["no_checkpoint"],
+                predict=not options["no_predict"],
                 policy_config=PolicyConfig(preempt_grace_s=grace),
             )
             result = simulate(trace, config)
@@ -118,6 +124,7 @@ def _report(r: SimResult, name: str) -> str:
         f"  utilisation        {r.utilisation * 100:10.1f} %",
         f"  idle GPU-hours while a fitting job waited {r.idle_gpu_hours_while_waiting:.2f}",
         f"  Jain's index over per-user mean slowdown  {r.jain_index:.3f}",
+        _eta_line(r),
         f"  preemptions {r.preemptions}; {r.passes} passes, {r.pass_ms_mean:.2f} ms each; replay took {r.wall_s:.1f} s",
         "  per user:",
     ]
@@ -128,3 +135,15 @@ def _report(r: SimResult, name: str) -> str:
             f"preempted {figures['preemptions']:.0f}"
         )
     return "\n".join(lines)
+
+
+def _eta_line(r: SimResult) -> str:
+    e = r.eta
+    if e is None or not e.waited:
+        return "  ETAs: no job waited"
+    return (
+        f"  ETAs at submission, {e.waited} jobs that waited: median error {e.median_abs_error_s / 60:.1f} min, "
+        f"p90 {e.p90_abs_error_s / 60:.1f} min; within 25 % of the wait {e.within_25 * 100:.0f} %, "
+        f"inside the range shown {e.in_range * 100:.0f} %, unknown {e.unknown}"
+        + ("" if r.predictions else " (no runtime predictions)")
+    )
