@@ -87,6 +87,8 @@ class SimResult:
     wall_s: float
     predictions: bool = False
     eta: EtaFigures | None = None
+    # The same, for the jobs that waited in the queue's plan only (not for a claim: GPUs being freed for them).
+    eta_planned: EtaFigures | None = None
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)

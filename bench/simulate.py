@@ -79,7 +79,7 @@ class _Job:
     __slots__ = (
         "trace", "max_runtime", "nodes", "gpus_per_node", "done", "attempt", "queued_since", "waited",
         "first_start", "end", "attempt_start", "overhead", "placements", "version", "queued", "running",
-        "preemptions", "expected", "eta",
+        "preemptions", "expected", "eta", "planned",
     )  # fmt: skip
 
     def __init__(self, trace: TraceJob, gpus_per_node: int) -> None:
@@ -104,6 +104,7 @@ class _Job:
         self.preemptions = 0
         self.expected: float | None = None
         self.eta: float | None = None
+        self.planned = False
 
     @property
     def gpus(self) -> int:
@@ -307,9 +308,11 @@ class Simulation:
         for start in result.starts:
             self._start(self.queue[start.job_id], start.placements, now, start.backfill)
         if self.fresh:
-            estimates = {w.job_id: w.estimated_start for w in result.waiting}
+            waiting = result.waiting_by_id()
             for job in self.fresh:
-                job.eta = estimates.get(job.trace.job_id, now)
+                entry = waiting.get(job.trace.job_id)
+                job.eta = now if entry is None else entry.estimated_start
+                job.planned = entry is not None and entry.code != "starting"
             self.fresh.clear()
         self.fits_waiting = self._fitting_job_waits(result)
 
@@ -349,6 +352,7 @@ class Simulation:
                 "preemptions": sum(j.preemptions for j in jobs),
             }
         span = self.window[1] - self.window[0]
+        spread = self.config.policy_config.eta_spread
         capacity = self.config.nodes * self.config.gpus_per_node * span
         return SimResult(
             policy=self.config.policy,
@@ -366,9 +370,8 @@ class Simulation:
             pass_ms_mean=self.pass_s * 1000.0 / self.passes if self.passes else 0.0,
             wall_s=wall_s,
             predictions=self.config.predict,
-            eta=eta_figures(
-                ((j.trace.submit_s, j.eta, j.first_start) for j in self.jobs), self.config.policy_config.eta_spread
-            ),
+            eta=eta_figures(((j.trace.submit_s, j.eta, j.first_start) for j in self.jobs), spread),
+            eta_planned=eta_figures(((j.trace.submit_s, j.eta, j.first_start) for j in self.jobs if j.planned), spread),
         )
 
 

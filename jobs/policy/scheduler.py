@@ -23,8 +23,10 @@ The pass walks the queue in priority order (priority.py) four times:
      - "fair_share": its user holds more GPUs than a fair share of the lab and, after the swap, still at
        least as many as the waiting job's user (so two users never preempt each other back and forth).
    Victims are taken by rule, then lowest priority first, the youngest first; unneeded ones are dropped.
-4. Plan. Every job still waiting gets an estimated start from a plan in which everything runs to its max
-   runtime and waiting jobs take GPUs in queue order; its position counts the jobs still queued ahead.
+4. Plan. Every job still waiting gets an estimated start from a plan in which everything runs as long as it
+   is expected to (runtime.py: its prediction from history, else its max runtime) and waiting jobs take GPUs
+   in queue order, shown as a range (`eta_spread` either side of the wait); its position counts the jobs
+   still queued ahead. A job is not preempted for when GPUs are expected to come free within the grace period.
 """
 
 from __future__ import annotations
@@ -311,14 +313,17 @@ class _Pass:
                     code, at = "reservation_pending", window.starts_at
             records[slot] = (job, priority, code, estimate, None, None, at, 0)
 
+        spread = config.eta_spread
         waiting = [
             Waiting(
-                job.id, number, code, job.gpus, priority, job.nodes, estimate, limit, used, at, job.reservation_id, n
+                job.id, number, code, job.gpus, priority, job.nodes, estimate, limit, used, at, job.reservation_id, n,
+                *((now + (estimate - now) * (1 - spread), now + (estimate - now) * (1 + spread))
+                  if code == "waiting" and estimate is not None else (None, None)),
             )
             for number, (job, priority, code, estimate, limit, used, at, n) in enumerate(
                 (records[slot] for slot in sorted(records)), start=1
             )
-        ]
+        ]  # fmt: skip
         return PassResult(starts=self.starts, preemptions=self.preemptions, waiting=waiting)
 
 

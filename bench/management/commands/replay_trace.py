@@ -138,12 +138,16 @@ def _report(r: SimResult, name: str) -> str:
 
 
 def _eta_line(r: SimResult) -> str:
-    e = r.eta
-    if e is None or not e.waited:
-        return "  ETAs: no job waited"
-    return (
-        f"  ETAs at submission, {e.waited} jobs that waited: median error {e.median_abs_error_s / 60:.1f} min, "
-        f"p90 {e.p90_abs_error_s / 60:.1f} min; within 25 % of the wait {e.within_25 * 100:.0f} %, "
-        f"inside the range shown {e.in_range * 100:.0f} %, unknown {e.unknown}"
-        + ("" if r.predictions else " (no runtime predictions)")
-    )
+    lines = []
+    for what, e in (("jobs that waited", r.eta), ("of them waiting in the plan, not for a claim", r.eta_planned)):
+        if e is None or not e.waited:
+            lines.append(f"  ETAs at submission: no {what}")
+            continue
+        lines.append(
+            f"  ETAs at submission, {e.waited} {what}: median error {e.median_abs_error_s / 60:.1f} min, "
+            f"p90 {e.p90_abs_error_s / 60:.1f} min; within 25 % of the wait {e.within_25 * 100:.0f} %, "
+            f"inside the range shown {e.in_range * 100:.0f} %, unknown {e.unknown}"
+        )
+    if not r.predictions:
+        lines.append("  (no run-time predictions: --no-predict)")
+    return "\n".join(lines)
