@@ -61,6 +61,10 @@ def test_replay_trace(tmp_path, policy):
     assert 0 < figures["jain_index"] <= 1
     assert set(figures["per_user"]) == {"user0", "user1", "user2"}
     assert sum(user["jobs"] for user in figures["per_user"].values()) == 60
+    # The ETAs shown at submission against the actual starts, for the jobs that waited.
+    eta = figures["eta"]
+    assert 0 <= eta["unknown"] <= eta["waited"] <= 60 and 0 <= eta["within_25"] <= 1
+    assert 0 <= eta["median_abs_error_s"] <= eta["p90_abs_error_s"] or eta["waited"] == 0
     # Every replay prints the SRTF oracle's figures on the same trace beside its own, and the ratios.
     oracle = figures["oracle"]
     assert oracle["jobs"] == 60 and 0 <= oracle["mean_wait_s"] <= figures["mean_wait_s"] + 1e-6
