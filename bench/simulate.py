@@ -20,6 +20,13 @@ What the model assumes, and why:
   Slowdown is bounded slowdown: JCT / max(duration, `slowdown_floor_s`), at least 1.
 - Utilisation is GPU-time held by jobs (grace periods and restarts included) within the trace's window,
   from the first to the last submission, over the lab's GPU-time in that window.
+- Runtime predictions (`predict`, the default): the trace has no commands, so a job's "same work" is its
+  user's jobs with the same GPU count and the same limit asked (the limit is part of the request the policy
+  sees, as the image and command are in the lab): the run times of those that had FINISHED in the replay
+  before it was submitted, nothing later (no peeking), read by `jobs.policy.runtime.predict_runtime` as the
+  portal reads a person's past jobs. A resumed job expects what is left of its prediction.
+- ETAs: every job's estimated start in the pass at its submission (what its page would show), against its
+  first start; jobs that started in that pass did not wait and are not counted.
 - Idle GPU-hours while a fitting job waited: for every stretch of time, the GPUs no job holds, counted
   when some waiting job (not held by a quota or waiting for its reservation) would fit on the free GPUs
   right now. GPUs set aside for a job that starts when a preempted job lets go count as idle.
@@ -31,9 +38,9 @@ import dataclasses
 import heapq
 import math
 import time
-from collections.abc import Iterable
 from typing import Literal
 
+from bench.figures import SimResult, eta_figures, jain_index, percentile
 from bench.traces import ESTIMATE_STEPS_S, TRACE_COLUMNS, TraceError, TraceJob, estimate_max_runtime, load_trace
 from jobs.policy import (
     ClusterState,
@@ -46,6 +53,7 @@ from jobs.policy import (
     schedule,
     schedule_fifo,
 )
+from jobs.policy.runtime import expected_total, predict_runtime
 
 PolicyName = Literal["fifo", "portal"]
 
@@ -59,6 +67,7 @@ class SimConfig:
     restart_overhead_s: float = 60.0
     checkpoint: bool = True
     slowdown_floor_s: float = 10.0
+    predict: bool = True
     policy_config: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
 
     @property
@@ -70,7 +79,7 @@ class _Job:
     __slots__ = (
         "trace", "max_runtime", "nodes", "gpus_per_node", "done", "attempt", "queued_since", "waited",
         "first_start", "end", "attempt_start", "overhead", "placements", "version", "queued", "running",
-        "preemptions",
+        "preemptions", "expected", "eta", "planned",
     )  # fmt: skip
 
     def __init__(self, trace: TraceJob, gpus_per_node: int) -> None:
@@ -93,49 +102,13 @@ class _Job:
         self.queued: QueuedJob | None = None
         self.running: RunningJob | None = None
         self.preemptions = 0
+        self.expected: float | None = None
+        self.eta: float | None = None
+        self.planned = False
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
-
-
-@dataclasses.dataclass
-class SimResult:
-    policy: str
-    gpus: int
-    jobs: int
-    mean_wait_s: float
-    p95_wait_s: float
-    mean_jct_s: float
-    utilisation: float
-    idle_gpu_hours_while_waiting: float
-    jain_index: float
-    per_user: dict[str, dict[str, float]]
-    preemptions: int
-    passes: int
-    pass_ms_mean: float
-    wall_s: float
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100.0
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def jain_index(values: Iterable[float]) -> float:
-    xs = list(values)
-    if not xs or not any(xs):
-        return 1.0
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
 
 
 SUBMIT, FINISH, RELEASE, TICK = 0, 1, 2, 3
@@ -168,6 +141,9 @@ class Simulation:
         self.passes = 0
         self.pass_s = 0.0
         self.preemptions = 0
+        # Run times of the jobs that finished so far per (user, GPUs, limit), oldest first; jobs submitted now.
+        self.history: dict[tuple[str, int, float], list[float]] = {}
+        self.fresh: list[_Job] = []
 
     def _push(self, when: float, kind: int, job: _Job | None = None, version: int = 0) -> None:
         self.seq += 1
@@ -214,6 +190,15 @@ class Simulation:
 
     def _enqueue(self, job: _Job, now: float) -> None:
         job.queued_since = now
+        if self.config.predict and job.attempt == 1:
+            history = self.history.get((job.trace.user, job.trace.gpus, job.max_runtime), ())
+            job.expected = predict_runtime(history, job.max_runtime).expected_s
+            self.fresh.append(job)
+        elif job.attempt == 1:
+            self.fresh.append(job)
+        expected = job.expected
+        if expected is not None and job.done:
+            expected = max(expected_total(expected, job.max_runtime, job.done) - job.done, 1.0)
         job.queued = QueuedJob(
             id=job.trace.job_id,
             user=job.trace.user,
@@ -223,6 +208,7 @@ class Simulation:
             submitted_at=job.trace.submit_s,
             attempt=job.attempt,
             queued_since=now,
+            expected_runtime_s=expected,
         )
         self.queue[job.trace.job_id] = job
 
@@ -247,6 +233,7 @@ class Simulation:
             placements=placements,
             attempt=job.attempt,
             backfill=backfill,
+            expected_runtime_s=job.queued.expected_runtime_s,
         )
         self.running[job.trace.job_id] = job
         job.version += 1
@@ -265,6 +252,7 @@ class Simulation:
         self.stopping.pop(job.trace.job_id, None)
         self._let_go(job, now)
         job.end = now
+        self.history.setdefault((job.trace.user, job.trace.gpus, job.max_runtime), []).append(job.trace.duration_s)
 
     def _preempt(self, job: _Job, now: float, grace_s: float) -> None:
         finish_at = job.attempt_start + job.overhead + (job.trace.duration_s - job.done)
@@ -305,6 +293,7 @@ class Simulation:
     def _pass(self, now: float) -> None:
         if not self.queue:
             self.fits_waiting = False
+            self.fresh.clear()
             return
         state = self._state(now)
         tick = time.perf_counter()
@@ -318,6 +307,13 @@ class Simulation:
             self._preempt(self.running[preemption.job_id], now, preemption.grace_s)
         for start in result.starts:
             self._start(self.queue[start.job_id], start.placements, now, start.backfill)
+        if self.fresh:
+            waiting = result.waiting_by_id()
+            for job in self.fresh:
+                entry = waiting.get(job.trace.job_id)
+                job.eta = now if entry is None else entry.estimated_start
+                job.planned = entry is not None and entry.code != "starting"
+            self.fresh.clear()
         self.fits_waiting = self._fitting_job_waits(result)
 
     def _fitting_job_waits(self, result: PassResult) -> bool:
@@ -356,6 +352,7 @@ class Simulation:
                 "preemptions": sum(j.preemptions for j in jobs),
             }
         span = self.window[1] - self.window[0]
+        spread = self.config.policy_config.eta_spread
         capacity = self.config.nodes * self.config.gpus_per_node * span
         return SimResult(
             policy=self.config.policy,
@@ -372,6 +369,9 @@ class Simulation:
             passes=self.passes,
             pass_ms_mean=self.pass_s * 1000.0 / self.passes if self.passes else 0.0,
             wall_s=wall_s,
+            predictions=self.config.predict,
+            eta=eta_figures(((j.trace.submit_s, j.eta, j.first_start) for j in self.jobs), spread),
+            eta_planned=eta_figures(((j.trace.submit_s, j.eta, j.first_start) for j in self.jobs if j.planned), spread),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
@@ -12,6 +13,7 @@ from accounts.models import User
 from accounts.permissions import is_owner_or_admin
 from accounts.selectors import course_ids_active_for, work_visible_to
 from jobs.models import Dataset, Job, JobState
+from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from labs.models import WORKING_STATUSES, Reservation
 
 
@@ -82,3 +84,58 @@ def job_queue_waits(start: dt.datetime, until: dt.datetime):
         .values_list("queued_since", "started_at")
         .iterator(chunk_size=2000)
     )
+
+
+# How far back, and how many finished jobs at most, run-time predictions read.
+HISTORY_DAYS = 180
+HISTORY_ROWS = 20_000
+
+
+def _work_key(image: str, command) -> tuple[str, str]:
+    return image, repr(command)
+
+
+def runtime_predictions(jobs: Iterable[Job], *, now: dt.datetime | None = None) -> dict[int, RuntimePrediction]:
+    """How long each job will probably run: from its owner's finished jobs with the same image and command, else
+    from its course's, else its limit (runtime.predict_runtime; never above the job's limit). A finished job
+    counts if it succeeded in its first attempt (a resumed job's last attempt is only part of its run time).
+    One query for all the jobs."""
+    jobs = list(jobs)
+    if not jobs:
+        return {}
+    now = now or timezone.now()
+    rows = (
+        Job.objects.filter(
+            state=JobState.SUCCEEDED,
+            attempt=1,
+            started_at__isnull=False,
+            finished_at__gte=now - dt.timedelta(days=HISTORY_DAYS),
+            finished_at__lte=now,
+            image__in={job.image for job in jobs},
+        )
+        .filter(
+            Q(owner_id__in={j.owner_id for j in jobs}) | Q(course_id__in={j.course_id for j in jobs if j.course_id})
+        )
+        .order_by("-finished_at")
+        .values_list("owner_id", "course_id", "image", "command", "started_at", "running_at", "finished_at")[
+            :HISTORY_ROWS
+        ]
+    )
+    by_owner: dict[tuple, list[float]] = {}
+    by_course: dict[tuple, list[float]] = {}
+    for owner_id, course_id, image, command, started_at, running_at, finished_at in reversed(list(rows)):
+        ran = (finished_at - (running_at or started_at)).total_seconds()
+        if ran < 0:
+            continue
+        key = _work_key(image, command)
+        by_owner.setdefault((owner_id, *key), []).append(ran)
+        if course_id is not None:
+            by_course.setdefault((course_id, *key), []).append(ran)
+    out = {}
+    for job in jobs:
+        key = _work_key(job.image, job.command)
+        history = by_owner.get((job.owner_id, *key)) or (
+            by_course.get((job.course_id, *key)) if job.course_id else None
+        )
+        out[job.pk] = predict_runtime(history or (), float(job.max_runtime_s))
+    return out

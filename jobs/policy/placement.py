@@ -12,6 +12,7 @@ import heapq
 import math
 
 from jobs.policy.model import ClusterState, JobId, Node, Placement, QueuedJob, ReservationId, Window
+from jobs.policy.runtime import expected_total
 
 INF = math.inf
 
@@ -84,8 +85,11 @@ class Lab:
                         release = max(job.stopping_until, now)
                         node.soon.append((release, gpu))
                         node.plan[gpu] = release
+                    elif job.started_at + job.max_runtime_s <= now:
+                        node.plan[gpu] = now + overrun_slack_s
                     else:
-                        node.plan[gpu] = max(job.started_at + job.max_runtime_s, now + overrun_slack_s)
+                        ran = max(now - job.started_at, 0.0)
+                        node.plan[gpu] = job.started_at + expected_total(job.expected_runtime_s, job.max_runtime_s, ran)
             self.holdings[job.id] = held
         for node in self.nodes:
             node.soon.sort()
@@ -148,7 +152,7 @@ class Lab:
         return [(node, node.avail[:g]) for node in chosen]
 
     def take_now(self, job: QueuedJob, picks: list[tuple[NodeSlots, list[int]]]) -> tuple[Placement, ...]:
-        end = self.now + job.max_runtime_s
+        end = self.now + job.expected_s
         placements = []
         for node, gpus in picks:
             for gpu in gpus:
@@ -230,7 +234,8 @@ class _Claim:
 
 
 class Planner:
-    """Estimated starts: every job runs to its max runtime; queued jobs take GPUs in queue order.
+    """Estimated starts: every job runs as long as expected (its prediction, else its max runtime; runtime.py);
+    queued jobs take GPUs in queue order. Reservation windows are kept by max runtimes all the same.
 
     One-GPU jobs (most of the queue) pop the earliest free GPU from a heap; wider jobs scan the nodes.
     """
@@ -260,7 +265,7 @@ class Planner:
         return self._plan_wide(job)
 
     def _plan_one(self, job: QueuedJob) -> float | None:
-        heap, nodes, runtime = self.heap, self.lab.nodes, job.max_runtime_s
+        heap, nodes, runtime, expected = self.heap, self.lab.nodes, job.max_runtime_s, job.expected_s
         best: tuple[float, int, int] | None = None
         aside: list[tuple[float, int, int, int]] = []
         while heap:
@@ -282,7 +287,7 @@ class Planner:
         if best is None or best[0] == INF:
             return None
         start, ni, gi = best
-        self._set(nodes[ni], gi, start + runtime)
+        self._set(nodes[ni], gi, start + expected)
         return start
 
     def _plan_wide(self, job: QueuedJob) -> float | None:
@@ -321,7 +326,7 @@ class Planner:
                 if found is None:
                     return None
                 start, chosen = found
-        end = start + runtime
+        end = start + job.expected_s
         for node in chosen:
             if node.total == 1:
                 self._set(node, 0, end)

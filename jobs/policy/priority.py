@@ -5,8 +5,9 @@ priority = w_class * class + w_fairshare * fair share + w_age * age + w_short * 
 - fair share: 2 ** (-U / S), U the user's share of all decayed usage, S the user's share of the shares of
   the users who have work queued or running (Slurm's classic formula); a user who used nothing gets 1;
 - age: time since submission over max_age_s, capped at 1;
-- short: 1 for a max runtime up to short_s, falling on a log scale to 0 at long_s (short work first, as a
-  "short" partition or QOS would do on Slurm).
+- short: 1 for a run time up to short_s, falling on a log scale to 0 at long_s (short work first, as a
+  "short" partition or QOS would do on Slurm). The run time is the job's expected one (runtime.py: its
+  prediction from history, else its max runtime); for a running job, the expected rest of it.
 
 Usage is GPU-seconds that decay with a half-life: a GPU-hour used one half-life ago counts half.
 """
@@ -18,6 +19,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from jobs.policy.model import ClusterState, PolicyConfig, QueuedJob, RunningJob
+from jobs.policy.runtime import expected_total
 
 LN2 = math.log(2.0)
 
@@ -140,13 +142,20 @@ class PriorityModel:
             self._short_points[max_runtime_s] = points
         return points
 
+    def runtime(self, job: QueuedJob | RunningJob) -> float:
+        """The time the short factor looks at: a queued job's expected run time, a running job's expected rest."""
+        if isinstance(job, QueuedJob):
+            return job.expected_s
+        ran = max(self.now - job.started_at, 0.0)
+        return max(expected_total(job.expected_runtime_s, job.max_runtime_s, ran) - ran, 1.0)
+
     def of(self, job: QueuedJob | RunningJob) -> float:
         age = min((self.now - job.submitted_at) * self._age_rate, self.config.weight_age)
         return (
             self.class_points(job.priority_class)
             + self.config.weight_fairshare * self.fair_share.get(job.user, 1.0)
             + max(age, 0.0)
-            + self.short_points(job.max_runtime_s)
+            + self.short_points(self.runtime(job))
         )
 
     def of_many(self, jobs: Sequence[QueuedJob]) -> list[float]:
@@ -162,9 +171,10 @@ class PriorityModel:
                 age = cap
             elif age < 0.0:
                 age = 0.0
-            short = shorts.get(job.max_runtime_s)
+            runtime = job.max_runtime_s if job.expected_runtime_s is None else job.expected_s
+            short = shorts.get(runtime)
             if short is None:
-                short = short_points(job.max_runtime_s)
+                short = short_points(runtime)
             out.append(
                 classes.get(job.priority_class, default_class) + weight_fair * fair.get(job.user, 1.0) + age + short
             )
@@ -174,7 +184,7 @@ class PriorityModel:
         age = max(min((self.now - job.submitted_at) * self._age_rate, self.config.weight_age), 0.0)
         fair = self.config.weight_fairshare * self.fair_share.get(job.user, 1.0)
         klass = self.class_points(job.priority_class)
-        short = self.short_points(job.max_runtime_s)
+        short = self.short_points(self.runtime(job))
         return PriorityBreakdown(
             total=klass + fair + age + short, priority_class=klass, fair_share=fair, age=age, short=short
         )

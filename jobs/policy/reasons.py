@@ -46,6 +46,9 @@ class Waiting:
     at: float | None = None
     reservation_id: ReservationId | None = None
     preempting: int = 0
+    # The range the estimate is shown as (an estimate is a guess: it is never shown as one minute).
+    estimated_earliest: float | None = None
+    estimated_latest: float | None = None
 
     @property
     def jobs_ahead(self) -> int:
@@ -73,11 +76,12 @@ def _gpus(waiting: Waiting) -> str:
 def waiting_sentence(waiting: Waiting, format_time: TimeFormatter) -> str:
     code = waiting.code
     if code == "waiting":
-        when = (
-            f"estimated start {format_time(waiting.estimated_start)}"
-            if waiting.estimated_start is not None
-            else "no estimated start yet (the nodes it needs are not available)"
-        )
+        if waiting.estimated_start is None:
+            when = "no estimated start yet (the nodes it needs are not available)"
+        else:
+            earliest = format_time(waiting.estimated_earliest or waiting.estimated_start)
+            latest = format_time(waiting.estimated_latest or waiting.estimated_start)
+            when = f"estimated start {earliest}" if earliest == latest else f"estimated start {earliest}-{latest}"
         return f"waiting for {_gpus(waiting)}; {_ahead(waiting)}; {when}"
     if code == "starting":
         at = format_time(waiting.estimated_start) if waiting.estimated_start is not None else "soon"

@@ -23,8 +23,10 @@ The pass walks the queue in priority order (priority.py) four times:
      - "fair_share": its user holds more GPUs than a fair share of the lab and, after the swap, still at
        least as many as the waiting job's user (so two users never preempt each other back and forth).
    Victims are taken by rule, then lowest priority first, the youngest first; unneeded ones are dropped.
-4. Plan. Every job still waiting gets an estimated start from a plan in which everything runs to its max
-   runtime and waiting jobs take GPUs in queue order; its position counts the jobs still queued ahead.
+4. Plan. Every job still waiting gets an estimated start from a plan in which everything runs as long as it
+   is expected to (runtime.py: its prediction from history, else its max runtime) and waiting jobs take GPUs
+   in queue order, shown as a range (`eta_spread` either side of the wait); its position counts the jobs
+   still queued ahead. A job is not preempted for when GPUs are expected to come free within the grace period.
 """
 
 from __future__ import annotations
@@ -231,7 +233,12 @@ class _Pass:
                     node.plan[gpu] = release
                     node.version[gpu] += 1
                     self.lab.total_soon += 1
-        self.lab.take_claim(claim, claim.start, job.max_runtime_s)
+        self.lab.take_claim(claim, claim.start, job.expected_s)
+
+    def _expected_frees(self) -> list[float]:
+        """When each GPU busy now is expected to come free (runtime.py), earliest first."""
+        now = self.now
+        return sorted(t for node in self.lab.nodes if node.schedulable for t in node.plan if now < t < INF)
 
     # --- The pass -------------------------------------------------------------------------
 
@@ -269,13 +276,22 @@ class _Pass:
             if claim is None:
                 unclaimed.append((slot, job, priority))
                 continue
-            lab.take_claim(claim, claim.start, job.max_runtime_s)
+            lab.take_claim(claim, claim.start, job.expected_s)
             self._book(job)
             records[slot] = (job, priority, "starting", claim.start, None, None, None, 0)
 
         still: list[tuple[int, QueuedJob, float]] = []
         depth = config.preemption_depth if self.running else 0
+        frees = self._expected_frees() if depth else []
+        taken = 0
         for n, (slot, job, priority) in enumerate(unclaimed):
+            # GPUs that running work is expected to free within a grace period serve the jobs in queue order
+            # without stopping anyone (a preemption would keep the job waiting that long anyway).
+            soon = frees[taken : taken + job.gpus] if job.reservation_id is None else []
+            taken += len(soon)
+            if len(soon) == job.gpus and soon[-1] <= now + config.preempt_grace_s:
+                still.append((slot, job, priority))
+                continue
             found = self.preempt_for(job, priority) if n < depth else None
             if found is None or not found[1]:
                 still.append((slot, job, priority))
@@ -297,14 +313,17 @@ class _Pass:
                     code, at = "reservation_pending", window.starts_at
             records[slot] = (job, priority, code, estimate, None, None, at, 0)
 
+        spread = config.eta_spread
         waiting = [
             Waiting(
-                job.id, number, code, job.gpus, priority, job.nodes, estimate, limit, used, at, job.reservation_id, n
+                job.id, number, code, job.gpus, priority, job.nodes, estimate, limit, used, at, job.reservation_id, n,
+                *((now + (estimate - now) * (1 - spread), now + (estimate - now) * (1 + spread))
+                  if code == "waiting" and estimate is not None else (None, None)),
             )
             for number, (job, priority, code, estimate, limit, used, at, n) in enumerate(
                 (records[slot] for slot in sorted(records)), start=1
             )
-        ]
+        ]  # fmt: skip
         return PassResult(starts=self.starts, preemptions=self.preemptions, waiting=waiting)
 
 

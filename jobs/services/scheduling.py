@@ -38,6 +38,7 @@ from jobs.policy import (
     schedule,
 )
 from jobs.policy import Node as PolicyNode
+from jobs.selectors import runtime_predictions
 from jobs.services.transitions import job_request_stop, transition
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
@@ -101,7 +102,7 @@ def _usage(now: dt.datetime, half_life_s: float) -> dict[str, float]:
     )
 
 
-def queued_from(job: Job) -> QueuedJob:
+def queued_from(job: Job, expected_runtime_s: float | None = None) -> QueuedJob:
     return QueuedJob(
         id=job.pk,
         user=user_key(job.owner_id),
@@ -113,6 +114,7 @@ def queued_from(job: Job) -> QueuedJob:
         reservation_id=job.reservation_id,
         attempt=job.attempt,
         queued_since=job.queued_since.timestamp(),
+        expected_runtime_s=expected_runtime_s,
     )
 
 
@@ -121,6 +123,12 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
     config = policy_config()
     queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
     placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
+    # Run-time predictions order the queue and plan the estimated starts; the limit still stops a job.
+    expected = {
+        pk: p.expected_s
+        for pk, p in runtime_predictions([*queued.values(), *placed.values()], now=now).items()
+        if p.confidence != "none"
+    }
 
     held_by_jobs: set[tuple[str, int]] = set()
     running = []
@@ -145,6 +153,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
                 preemptible=job.preemptible,
                 stopping_until=_ts(job.stopping_until),
                 backfill=job.started_as_backfill,
+                expected_runtime_s=expected.get(job.pk),
             )
         )
 
@@ -186,7 +195,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
         )
 
     extra = [q for q in extra if q.id not in queued]
-    queued_jobs = [queued_from(job) for job in queued.values()] + extra
+    queued_jobs = [queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra
     users = {job.owner_id for job in queued.values()} | {int(q.user) for q in extra}
     state = ClusterState(
         now=now.timestamp(),

@@ -61,6 +61,26 @@ def test_replay_trace(tmp_path, policy):
     assert 0 < figures["jain_index"] <= 1
     assert set(figures["per_user"]) == {"user0", "user1", "user2"}
     assert sum(user["jobs"] for user in figures["per_user"].values()) == 60
+    # The ETAs shown at submission against the actual starts, for the jobs that waited.
+    eta = figures["eta"]
+    assert 0 <= eta["unknown"] <= eta["waited"] <= 60 and 0 <= eta["within_25"] <= 1
+    assert 0 <= eta["median_abs_error_s"] <= eta["p90_abs_error_s"] or eta["waited"] == 0
+    # Every replay prints the SRTF oracle's figures on the same trace beside its own, and the ratios.
+    oracle = figures["oracle"]
+    assert oracle["jobs"] == 60 and 0 <= oracle["mean_wait_s"] <= figures["mean_wait_s"] + 1e-6
+    assert figures["vs_oracle"]["mean_jct"] >= 1 - 1e-9
+
+
+def test_replay_trace_srtf_oracle(tmp_path):
+    trace = tmp_path / "trace.csv"
+    rows = [f"j{n},user{n % 3},{n * 30},{600 + 900 * (n % 7)},{1 + n % 3}" for n in range(60)]
+    trace.write_text("job_id,user,submit_s,duration_s,gpus\n" + "\n".join(rows) + "\n")
+    figures = manage("replay_trace", str(trace), "--gpus", "4", "--policy", "srtf-oracle", "--json", var_dir=tmp_path)
+    assert figures["jobs"] == 60 and figures["gpus"] == 4 and figures["policy"] == "srtf-oracle"
+    assert figures["mean_wait_s"] > 0 and figures["mean_jct_s"] == pytest.approx(
+        figures["mean_wait_s"] + sum(600 + 900 * (n % 7) for n in range(60)) / 60
+    )
+    assert figures["idle_gpu_hours_while_waiting"] == 0 and 0 < figures["jain_index"] <= 1
 
 
 def test_bench_scheduler(tmp_path):

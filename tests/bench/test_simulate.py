@@ -144,3 +144,25 @@ def test_bench_scheduler_prints_pass_times():
     assert figures["queued"] == 300 and figures["nodes"] == 8
     assert {"pass_ms_median", "pass_ms_p95"} <= set(figures)
     assert figures["starts"] + figures["waiting"] == 300
+
+
+def test_predictions_learn_only_from_jobs_that_finished_before_the_submission():
+    from bench.simulate import Simulation
+
+    # j0 runs 0-100; j1 (50-350) comes before j0 ends: no history yet. j2 comes at 200: only j0 has finished.
+    # j3 has another GPU count: not the same work.
+    jobs = trace(("u", 0, 100, 1), ("u", 50, 300, 1), ("u", 200, 40, 1), ("u", 300, 50, 2))
+    sim = Simulation(jobs, SimConfig(gpus=4))
+    sim.run()
+    assert [job.expected for job in sim.jobs] == [HOUR, HOUR, 100, HOUR]
+    unpredicted = Simulation(jobs, SimConfig(gpus=4, predict=False))
+    unpredicted.run()
+    assert [job.expected for job in unpredicted.jobs] == [None] * 4
+
+
+def test_the_replay_measures_the_estimated_starts_of_the_jobs_that_waited():
+    # One GPU: j0 runs 0-1000 (the limit, 1 h, is all the policy knows); j1 (at 10) waits: its estimate at
+    # submission is j0's limit, 3,600, and it starts at 1,000: off by 2,600 s, not within 25 % of its wait.
+    result = simulate(trace(("u", 0, 1000, 1), ("u", 10, 50, 1)), SimConfig(gpus=1))
+    assert result.eta.waited == 1 and result.eta.unknown == 0
+    assert result.eta.median_abs_error_s == pytest.approx(2600) and result.eta.within_25 == 0

@@ -98,7 +98,7 @@ def test_age_breaks_ties_and_stops_growing_at_max_age():
 
 @pytest.mark.parametrize(
     "runtime,factor",
-    [(60, 1.0), (HOUR, 1.0), (24 * HOUR, 1 - math.log(24) / math.log(168)), (WEEK, 0.0), (30 * DAY, 0.0)],
+    [(60, 1.0), (300, 1.0), (HOUR, 1 - math.log(12) / math.log(2016)), (WEEK, 0.0), (30 * DAY, 0.0)],
 )
 def test_short_factor_falls_on_a_log_scale(runtime, factor):
     assert short_factor(runtime, PolicyConfig()) == pytest.approx(factor)
@@ -121,4 +121,4 @@ def test_breakdown_adds_up():
     parts = model.breakdown(state.queued[0])
     assert parts.total == pytest.approx(model.of(state.queued[0]))
     assert parts.total == pytest.approx(parts.priority_class + parts.fair_share + parts.age + parts.short)
-    assert parts.priority_class == 10_000 and parts.fair_share == pytest.approx(500)
+    assert parts.priority_class == 10_000 and parts.fair_share == pytest.approx(150)

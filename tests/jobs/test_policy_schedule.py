@@ -369,8 +369,11 @@ def test_positions_estimated_starts_and_sentences():
     assert [(w.job_id, w.position, w.jobs_ahead) for w in result.waiting] == [("q1", 1, 0), ("q2", 2, 1), ("q3", 3, 2)]
     estimates = {w.job_id: w.estimated_start for w in result.waiting}
     assert estimates == {"q1": NOW + HOUR, "q2": NOW + 2 * HOUR, "q3": NOW + 2 * HOUR}
-    assert result.waiting[0].sentence(UTC_CLOCK) == "waiting for 1 GPU; first in line; estimated start 16:06"
-    assert result.waiting[2].sentence(UTC_CLOCK) == "waiting for 1 GPU; 2 jobs ahead of you; estimated start 17:06"
+    # Shown as a range, 25 % of the wait either side: an estimate is never a precise minute.
+    assert result.waiting[0].sentence(UTC_CLOCK) == "waiting for 1 GPU; first in line; estimated start 15:51-16:21"
+    assert result.waiting[2].sentence(UTC_CLOCK) == (
+        "waiting for 1 GPU; 2 jobs ahead of you; estimated start 16:36-17:36"
+    )
 
 
 def test_positions_count_only_jobs_still_queued():
@@ -394,7 +397,7 @@ def test_a_multi_node_sentence_names_the_nodes():
         queued=[queued("ddp", nodes=2)],
     )
     assert schedule(state).waiting[0].sentence(UTC_CLOCK) == (
-        "waiting for 2 GPUs on 2 nodes; first in line; estimated start 16:06"
+        "waiting for 2 GPUs on 2 nodes; first in line; estimated start 15:51-16:21"
     )
 
 
