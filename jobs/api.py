@@ -39,7 +39,19 @@ class JobIn(serializers.Serializer):
 
     name = serializers.CharField(max_length=200, allow_blank=True)
     image = serializers.CharField(max_length=300, allow_blank=True)
-    command = _StringListJson(help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string.')
+    command = _StringListJson(
+        required=False,
+        default=None,
+        help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string. Or give `script`.',
+    )
+    script = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Instead of command: the text of a script, run as a file by the image's /bin/sh.",
+    )
     gpus = serializers.IntegerField(help_text="GPUs per node.")
     nodes = serializers.IntegerField(required=False, default=1)
     max_runtime_s = serializers.IntegerField()
@@ -68,7 +80,8 @@ class JobOut(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     course = serializers.CharField(source="course.code", allow_null=True, default=None)
     image = serializers.CharField()
-    command = serializers.ListField(child=serializers.CharField())
+    command = serializers.ListField(child=serializers.CharField(), help_text="[] for a job given as a script.")
+    script = serializers.CharField(help_text="The script, exactly as given; empty for a job given as a command.")
     env = serializers.DictField(child=serializers.CharField())
     gpus = serializers.IntegerField(source="gpus_per_node")
     nodes = serializers.IntegerField()

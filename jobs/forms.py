@@ -1,50 +1,123 @@
-"""The submit form: a person's way of writing a request (one argument per line, NAME=value lines).
+"""The submit form: a person's way of writing a request (a command line or a script, NAME=value lines).
 
-It only reshapes input; every rule is job_submit's, so the page and the API refuse the same things.
+It only reshapes input; every rule is job_submit's, so the page and the API refuse the same things. A command line
+is split into arguments as a POSIX shell splits words (`shlex`), and then run directly, without a shell: pipes,
+`&&`, redirections and `$VARIABLES` need the script box, whose text the image's /bin/sh runs as a file.
 """
 
 from __future__ import annotations
 
+import shlex
+
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from jobs.models import PriorityClass
 from jobs.selectors import datasets_available, reservations_for_jobs
 
 RUNTIMES = [
-    (600, "10 minutes"),
-    (3600, "1 hour"),
-    (4 * 3600, "4 hours"),
-    (24 * 3600, "24 hours"),
-    (3 * 24 * 3600, "3 days"),
-    (7 * 24 * 3600, "7 days"),
+    (600, gettext_lazy("10 minutes")),
+    (3600, gettext_lazy("1 hour")),
+    (4 * 3600, gettext_lazy("4 hours")),
+    (24 * 3600, gettext_lazy("24 hours")),
+    (3 * 24 * 3600, gettext_lazy("3 days")),
+    (7 * 24 * 3600, gettext_lazy("7 days")),
 ]
+COMMAND, SCRIPT = "command", "script"
+# Words a shell would read as an operator: without a shell they would reach the program as arguments.
+SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "<<", "2>", "2>&1", ">&", "&>", "(", ")"})
+
+
+def split_command_line(text: str) -> list[str]:
+    """`text` split into argv as a POSIX shell splits words; ValidationError for what only a shell could run."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise forms.ValidationError(
+            _("This line cannot be split into arguments (%(why)s): close every quote.") % {"why": str(exc).lower()}
+        ) from exc
+    # Operators as the shell would see them: unquoted, alone or glued to a word (`a|b`, `cmd>out`).
+    lexer = shlex.shlex(text, posix=False, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:  # an escaped quote, which only the POSIX reading above understands
+        words = []
+    used = sorted({word for word in words if word in SHELL_OPERATORS})
+    if used:
+        raise forms.ValidationError(
+            _("%(operators)s need a shell, and a command line runs without one: use the script box instead.")
+            % {"operators": " ".join(used)}
+        )
+    if not argv:
+        raise forms.ValidationError(_("Required: the program and its arguments, e.g. python train.py --epochs 3."))
+    return argv
 
 
 class JobForm(forms.Form):
-    name = forms.CharField(max_length=120, help_text="What you will recognise it by, e.g. “resnet50 lr 0.1”.")
-    image = forms.CharField(max_length=255, help_text="A container image on the lab's allow-list.")
-    command = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
-        help_text="One argument per line, e.g. python / train.py / --epochs / 3. No shell: pipes and && are not run.",
+    name = forms.CharField(
+        max_length=120,
+        label=gettext_lazy("Name"),
+        help_text=gettext_lazy("What you will recognise it by, e.g. “resnet50 lr 0.1”."),
     )
-    gpus = forms.IntegerField(min_value=1, initial=1, label="GPUs per node")
-    nodes = forms.IntegerField(min_value=1, initial=1, label="Nodes")
-    max_runtime_s = forms.TypedChoiceField(choices=RUNTIMES, coerce=int, initial=3600, label="Max runtime")
+    image = forms.CharField(
+        max_length=255,
+        label=gettext_lazy("Image"),
+        help_text=gettext_lazy("A container image on the lab's allow-list."),
+    )
+    kind = forms.ChoiceField(
+        choices=[
+            (COMMAND, gettext_lazy("A command line")),
+            (SCRIPT, gettext_lazy("A script")),
+        ],
+        initial=COMMAND,
+        required=False,  # a command line unless the script is chosen
+        widget=forms.RadioSelect,
+        label=gettext_lazy("What to run"),
+    )
+    command = forms.CharField(
+        required=False,
+        max_length=64 * 1024,
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off", "class": "mono"}),
+        label=gettext_lazy("Command line"),
+        help_text=gettext_lazy(
+            'Split into arguments as a shell would (quotes and backslashes work: python -c "print(1)"), then run '
+            "directly, without a shell: pipes, &&, > and $VARIABLES need a script."
+        ),
+    )
+    script = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false", "class": "mono"}),
+        label=gettext_lazy("Script"),
+        help_text=gettext_lazy(
+            "Run as a file by the image's /bin/sh (a POSIX shell; a #! first line is only a comment), line by line, "
+            "exactly as written. Add set -e to stop at the first failing line."
+        ),
+    )
+    gpus = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("GPUs per node"))
+    nodes = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("Nodes"))
+    max_runtime_s = forms.TypedChoiceField(
+        choices=RUNTIMES, coerce=int, initial=3600, label=gettext_lazy("Max runtime")
+    )
     priority = forms.ChoiceField(choices=PriorityClass.choices, initial=PriorityClass.NORMAL)
-    reservation = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Reservation")
+    reservation = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label=gettext_lazy("Reservation")
+    )
     datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
     env = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
-        label="Environment",
-        help_text="NAME=value, one per line.",
+        label=gettext_lazy("Environment"),
+        help_text=gettext_lazy("NAME=value, one per line."),
     )
 
     def __init__(self, *args, user: User, **kwargs):
         super().__init__(*args, **kwargs)
         reservations = reservations_for_jobs(user)
-        self.fields["reservation"].choices = [("", "None: the shared pool")] + [
+        self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
         ]
         self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_available()]
@@ -53,8 +126,25 @@ class JobForm(forms.Form):
         if not (user.is_teacher or user.is_lab_admin):
             self.fields["priority"].choices = [c for c in PriorityClass.choices if c[0] != PriorityClass.HIGH]
 
-    def clean_command(self) -> list[str]:
-        return [line.strip() for line in self.cleaned_data["command"].splitlines() if line.strip()]
+    def clean(self):
+        data = super().clean()
+        kind = data["kind"] = data.get("kind") or COMMAND
+        if kind == COMMAND:
+            data["argv"] = []
+            if "command" in data:  # not already refused for its length
+                try:
+                    data["argv"] = split_command_line(data["command"])
+                except forms.ValidationError as exc:
+                    self.add_error("command", exc)
+        elif not (data.get("script") or "").strip():
+            self.add_error("script", _("Required: the script's lines, run by the image's /bin/sh."))
+        return data
+
+    @property
+    def argv(self) -> list[str]:
+        """How a valid command line will be run (one argument per item); [] for a script or an invalid form."""
+        data = getattr(self, "cleaned_data", {})
+        return data.get("argv", []) if data.get("kind") == COMMAND else []
 
     def clean_env(self) -> dict[str, str]:
         env = {}
@@ -63,17 +153,19 @@ class JobForm(forms.Form):
                 continue
             name, sep, value = line.strip().partition("=")
             if not sep:
-                raise forms.ValidationError(f"Line {number} is not NAME=value.")
+                raise forms.ValidationError(_("Line %(number)d is not NAME=value.") % {"number": number})
             env[name.strip()] = value
         return env
 
     def request_fields(self) -> dict:
         """What job_submit and job_preview take."""
         data = self.cleaned_data
+        is_script = data.get("kind") == SCRIPT
         return {
             "name": data["name"],
             "image": data["image"],
-            "command": data["command"],
+            "command": None if is_script else data["argv"],
+            "script": data["script"].replace("\r\n", "\n") if is_script else None,
             "gpus": data["gpus"],
             "nodes": data["nodes"],
             "max_runtime_s": data["max_runtime_s"],

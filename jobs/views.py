@@ -56,7 +56,12 @@ def job_new(request: HttpRequest) -> HttpResponse:
             except PortalError as exc:
                 status = exc.status
                 _apply_errors(form, exc)
-    context = {"form": form, "answer": answer, "limits": effective_quota(request.user)}
+    context = {
+        "form": form,
+        "answer": answer,
+        "argv": form.argv if form.is_bound and not form.errors.get("command") else [],
+        "limits": effective_quota(request.user),
+    }
     return render(request, "jobs/form.html", context, status=status)
 
 

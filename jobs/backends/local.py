@@ -38,7 +38,7 @@ from django.conf import settings
 
 from accounts.errors import BackendError
 from jobs.backends import local_files, sandbox
-from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
+from jobs.backends.base import SCRIPT_PATH, JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from jobs.backends.logs import Ask, last_lines
 
@@ -181,6 +181,8 @@ class LocalJobs:
             ranks.append({"rank": rank, "node": spec.node_names[rank] if spec.node_names else "", "env": env})
         return {
             "argv": list(spec.command),
+            # A script: made read-only in the sandbox at SCRIPT_PATH, where the command (SCRIPT_ARGV) reads it.
+            "files": {SCRIPT_PATH: spec.script} if spec.script else {},
             "image": spec.image,
             "cwd": str(directory / "work"),
             "max_runtime_s": spec.max_runtime_s,

@@ -68,7 +68,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
 def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
     """Queue a job. Nothing is written unless every check passes; a scheduling pass follows the commit.
 
-    `fields` are validate_request's: name, image, command, gpus, max_runtime_s, nodes, priority, reservation,
+    `fields` are validate_request's: name, image, command or script, gpus, max_runtime_s, nodes, priority, reservation,
     env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
     """
     now = now or timezone.now()
@@ -84,6 +84,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
             name=request.name,
             image=request.image,
             command=list(request.command),
+            script=request.script,
             env=request.env,
             gpus_per_node=request.gpus_per_node,
             nodes=request.nodes,

@@ -49,6 +49,7 @@ class JobRequest:
     name: str
     image: str
     command: tuple[str, ...]
+    script: str
     env: dict[str, str]
     gpus_per_node: int
     nodes: int
@@ -88,7 +89,7 @@ def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
         errors["command"] = f"A shell string is not run. {SHELL_HINT}"
         return ()
     if not isinstance(command, list | tuple) or not command:
-        errors["command"] = f"Required. {SHELL_HINT}"
+        errors["command"] = _("Required: a command (argv) or a script. %(hint)s") % {"hint": SHELL_HINT}
         return ()
     if len(command) > MAX_ARGS:
         errors["command"] = f"At most {MAX_ARGS} arguments."
@@ -101,6 +102,33 @@ def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
     else:
         return tuple(command)
     return ()
+
+
+def _check_script(script: Any, errors: dict[str, str]) -> str:
+    if not isinstance(script, str) or not script.strip():
+        errors["script"] = _("Required: the script's lines, run by the image's /bin/sh.")
+    elif "\x00" in script:
+        errors["script"] = _("A script may not hold NUL bytes.")
+    elif len(script.encode()) > settings.JOBS_SCRIPT_MAX_BYTES:
+        errors["script"] = _("A script is at most %(most)d bytes; this one has %(has)d. Put the rest in a file.") % {
+            "most": settings.JOBS_SCRIPT_MAX_BYTES,
+            "has": len(script.encode()),
+        }
+    else:
+        return script.replace("\r\n", "\n")
+    return ""
+
+
+def _check_program(command: Any, script: Any, errors: dict[str, str]) -> tuple[tuple[str, ...], str]:
+    """Exactly one of command (argv) and script (text): (argv, "") or ((), script)."""
+    has_command = command not in (None, "", [], ())
+    has_script = script not in (None, "")
+    if has_command and has_script:
+        errors["command"] = errors["script"] = _("Give a command or a script, not both.")
+        return (), ""
+    if has_script:
+        return (), _check_script(script, errors)
+    return _check_command(command, errors), ""
 
 
 def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
@@ -178,9 +206,10 @@ def validate_request(
     user: User,
     name: Any,
     image: Any,
-    command: Any,
     gpus: Any,
     max_runtime_s: Any,
+    command: Any = None,
+    script: Any = None,
     nodes: Any = 1,
     priority: Any = None,
     reservation: Any = None,
@@ -200,7 +229,7 @@ def validate_request(
     image = image.strip() if isinstance(image, str) else ""
     if image_why := image_problem(image):
         errors["image"] = image_why
-    argv = _check_command(command, errors)
+    argv, script_text = _check_program(command, script, errors)
     variables = _check_env(env, errors)
     gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
 
@@ -250,6 +279,7 @@ def validate_request(
         name=name,
         image=image,
         command=argv,
+        script=script_text,
         env=variables,
         gpus_per_node=gpus_n,
         nodes=nodes_n,
