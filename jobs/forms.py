@@ -16,6 +16,7 @@ from django.utils.translation import gettext_lazy
 from accounts.models import User
 from jobs.models import PriorityClass
 from jobs.selectors import datasets_available, reservations_for_jobs
+from labs.images import images_offered
 
 RUNTIMES = [
     (600, gettext_lazy("10 minutes")),
@@ -63,9 +64,17 @@ class JobForm(forms.Form):
         help_text=gettext_lazy("What you will recognise it by, e.g. “resnet50 lr 0.1”."),
     )
     image = forms.CharField(
+        required=False,  # the service says what is missing, as the API's
         max_length=255,
+        widget=forms.Select,
         label=gettext_lazy("Image"),
-        help_text=gettext_lazy("A container image on the lab's allow-list."),
+        help_text=gettext_lazy("The images of the lab's allow-list, with what each one holds."),
+    )
+    image_other = forms.CharField(
+        required=False,
+        max_length=255,
+        widget=forms.TextInput(attrs={"spellcheck": "false", "autocomplete": "off", "class": "mono"}),
+        label=gettext_lazy("Or another image"),
     )
     kind = forms.ChoiceField(
         choices=[
@@ -116,6 +125,7 @@ class JobForm(forms.Form):
 
     def __init__(self, *args, user: User, **kwargs):
         super().__init__(*args, **kwargs)
+        self._offer_images()
         reservations = reservations_for_jobs(user)
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
@@ -126,8 +136,28 @@ class JobForm(forms.Form):
         if not (user.is_teacher or user.is_lab_admin):
             self.fields["priority"].choices = [c for c in PriorityClass.choices if c[0] != PriorityClass.HIGH]
 
+    def _offer_images(self) -> None:
+        offered = images_offered()
+        choices = [("", _("Choose an image…"))]
+        for image in (i for i in offered if not i.pattern):
+            label = image.name + (f" — {image.description}" if image.description else "")
+            choices.append((image.name, label + (" · " + _("GPU") if image.gpu else "")))
+        current = self["image"].value()
+        if current and current not in {value for value, _label in choices}:
+            choices.append((current, current))  # a cloned job's image matched by a pattern, or a typed one
+        self.fields["image"].widget.choices = choices
+        patterns = [i for i in offered if i.pattern]
+        if patterns:
+            self.fields["image_other"].help_text = _("Any image that matches: %(patterns)s") % {
+                "patterns": ", ".join(f"{i.name}" + (f" ({i.description})" if i.description else "") for i in patterns)
+            }
+        else:
+            del self.fields["image_other"]
+
     def clean(self):
         data = super().clean()
+        if (data.get("image_other") or "").strip():
+            data["image"] = data["image_other"].strip()
         kind = data["kind"] = data.get("kind") or COMMAND
         if kind == COMMAND:
             data["argv"] = []
