@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy
 
 from accounts.models import User
 from jobs.models import PriorityClass
+from jobs.presets import Preset
 from jobs.selectors import datasets_available, reservations_for_jobs
 from labs.images import images_offered
 
@@ -22,6 +23,7 @@ RUNTIMES = [
     (600, gettext_lazy("10 minutes")),
     (3600, gettext_lazy("1 hour")),
     (4 * 3600, gettext_lazy("4 hours")),
+    (8 * 3600, gettext_lazy("8 hours")),
     (24 * 3600, gettext_lazy("24 hours")),
     (3 * 24 * 3600, gettext_lazy("3 days")),
     (7 * 24 * 3600, gettext_lazy("7 days")),
@@ -106,6 +108,11 @@ class JobForm(forms.Form):
             "exactly as written. Add set -e to stop at the first failing line."
         ),
     )
+    preset = forms.ChoiceField(
+        required=False,  # none: the three fields below as given
+        widget=forms.RadioSelect,
+        label=gettext_lazy("Resources"),
+    )
     gpus = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("GPUs per node"))
     nodes = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("Nodes"))
     max_runtime_s = forms.TypedChoiceField(
@@ -123,9 +130,14 @@ class JobForm(forms.Form):
         help_text=gettext_lazy("NAME=value, one per line."),
     )
 
-    def __init__(self, *args, user: User, **kwargs):
+    def __init__(self, *args, user: User, presets: list[Preset] = (), gpu_hours_left=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._offer_images()
+        self.presets = {preset.value: preset for preset in presets}
+        self.fields["preset"].choices = [
+            (preset.value, self._preset_label(preset, gpu_hours_left)) for preset in presets
+        ] + [("", _("Custom: the GPUs, nodes and max runtime below"))]
+        self.fields["preset"].initial = presets[0].value if presets else ""
         reservations = reservations_for_jobs(user)
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
@@ -135,6 +147,15 @@ class JobForm(forms.Form):
             del self.fields["datasets"]
         if not (user.is_teacher or user.is_lab_admin):
             self.fields["priority"].choices = [c for c in PriorityClass.choices if c[0] != PriorityClass.HIGH]
+
+    @staticmethod
+    def _preset_label(preset: Preset, left) -> str:
+        uses = _("uses up to %(hours)s GPU-hours") % {"hours": f"{preset.gpu_hours:g}"}
+        return (
+            f"{preset.label} ({uses})"
+            if left is None
+            else f"{preset.label} ({uses} " + _("of your %(left)s left this week") % {"left": f"{left:.1f}"} + ")"
+        )
 
     def _offer_images(self) -> None:
         offered = images_offered()
@@ -156,6 +177,15 @@ class JobForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        preset = self.presets.get(data.get("preset") or "")
+        if preset is not None:  # a preset sets the three fields (the page's script fills them in as it is chosen)
+            data["gpus"], data["nodes"], data["max_runtime_s"] = (
+                preset.gpus_per_node,
+                preset.nodes,
+                preset.max_runtime_s,
+            )
+            for name in ("gpus", "nodes", "max_runtime_s"):
+                self.errors.pop(name, None)
         if (data.get("image_other") or "").strip():
             data["image"] = data["image_other"].strip()
         kind = data["kind"] = data.get("kind") or COMMAND

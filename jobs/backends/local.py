@@ -143,6 +143,14 @@ class LocalJobs:
             "core": 0,
         }
 
+    @staticmethod
+    def program_problem(argv: tuple[str, ...], env: dict[str, str]) -> str | None:
+        """Why the runner would not find argv[0] (as it looks, on the job's PATH); None when it would."""
+        path = env.get("PATH") or os.pathsep.join([str(Path(sys.executable).parent), os.defpath.lstrip(os.pathsep)])
+        if shutil.which(argv[0], path=path) is None:
+            return f"cannot start {argv[0]!r}: there is no such program on this machine's job PATH"
+        return None
+
     def _runner_spec(self, spec: JobSpec, directory: Path, *, uid: int | None = None, gid: int | None = None) -> dict:
         if uid is None or gid is None:
             uid, gid = local_files.tenant(spec)

@@ -190,6 +190,23 @@
     };
     showKind();
     showArgv();
+    // A preset fills in the three fields it stands for; changing one of them by hand makes it "Custom".
+    const SIZES = ["gpus", "nodes", "max_runtime_s"];
+    const applyPreset = () => {
+      const chosen = form.querySelector('input[name="preset"]:checked');
+      if (!chosen || !chosen.value) return;
+      chosen.value.split(":").forEach((number, at) => {
+        if (form.elements[SIZES[at]]) form.elements[SIZES[at]].value = number;
+      });
+    };
+    form.addEventListener("change", (event) => {
+      if (event.target.name === "preset") applyPreset();
+      if (SIZES.includes(event.target.name)) {
+        const custom = form.querySelector('input[name="preset"][value=""]');
+        if (custom) custom.checked = true;
+      }
+    });
+    applyPreset();
     const body = () => {
       const env = {};
       for (const line of value("env").split("\n")) {
