@@ -138,6 +138,11 @@ class JobForm(forms.Form):
             (preset.value, self._preset_label(preset, gpu_hours_left)) for preset in presets
         ] + [("", _("Custom: the GPUs, nodes and max runtime below"))]
         self.fields["preset"].initial = presets[0].value if presets else ""
+        runtime = self["max_runtime_s"].value()
+        if runtime and str(runtime).isdigit() and int(runtime) not in dict(RUNTIMES):
+            seconds = int(runtime)  # a cloned job's own runtime (the API takes any number of seconds)
+            label = _("%(hours)s h") % {"hours": f"{seconds / 3600:g}"}
+            self.fields["max_runtime_s"].choices = sorted([*RUNTIMES, (seconds, label)])
         reservations = reservations_for_jobs(user)
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
@@ -147,6 +152,25 @@ class JobForm(forms.Form):
             del self.fields["datasets"]
         if not (user.is_teacher or user.is_lab_admin):
             self.fields["priority"].choices = [c for c in PriorityClass.choices if c[0] != PriorityClass.HIGH]
+
+    @staticmethod
+    def initial_from(job) -> dict:
+        """The form filled in from an earlier job (clone, or edit and resubmit): what it ran, where and how big."""
+        return {
+            "name": job.name,
+            "image": job.image,
+            "kind": SCRIPT if job.script else COMMAND,
+            "command": job.command_line,
+            "script": job.script,
+            "preset": "",  # its own sizes, as the fields below say
+            "gpus": job.gpus_per_node,
+            "nodes": job.nodes,
+            "max_runtime_s": job.max_runtime_s,
+            "priority": job.priority,
+            "reservation": job.reservation_id,
+            "datasets": list(job.datasets),
+            "env": "\n".join(f"{name}={value}" for name, value in job.env.items()),
+        }
 
     @staticmethod
     def _preset_label(preset: Preset, left) -> str:

@@ -41,10 +41,14 @@ def _apply_errors(form: JobForm, exc: PortalError) -> None:
 @require_http_methods(["GET", "POST"])
 def job_new(request: HttpRequest) -> HttpResponse:
     presets, left = resource_presets(request.user)
+    initial = request.GET.dict() or None
+    if request.method == "GET" and "from" in request.GET:  # "Submit again, changed": a job this person may see
+        earlier = request.GET["from"]
+        initial = JobForm.initial_from(job_for(request.user, int(earlier) if earlier.isdigit() else 0))
     form = JobForm(
         request.POST or None,
         user=request.user,
-        initial=request.GET.dict() or None,
+        initial=initial,
         presets=presets,
         gpu_hours_left=left,
     )

@@ -133,6 +133,8 @@
         followed.poke(job);
       } catch (error) { /* try again at the next tick */ }
       const over = job && FINISHED.includes(job.status);
+      const resubmit = detail.querySelector('[data-testid="resubmit-link"]');
+      if (resubmit) resubmit.hidden = !over;
       if (!over) setTimeout(poll, POLL_MS);
     };
     setTimeout(poll, 1000);
