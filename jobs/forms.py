@@ -10,6 +10,8 @@ from __future__ import annotations
 import shlex
 
 from django import forms
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -57,6 +59,14 @@ def split_command_line(text: str) -> list[str]:
     if not argv:
         raise forms.ValidationError(_("Required: the program and its arguments, e.g. python train.py --epochs 3."))
     return argv
+
+
+def when_span(start, end) -> str:
+    """A reservation's window in the lab's zone (LAB_TIME_ZONE, the current zone), as its pages show it."""
+    start, end = timezone.localtime(start), timezone.localtime(end)
+    if start.date() == end.date():
+        return f"{date_format(start, 'D j M H:i')}–{date_format(end, 'H:i')}"
+    return f"{date_format(start, 'D j M H:i')}–{date_format(end, 'D j M H:i')}"
 
 
 class JobForm(forms.Form):
@@ -145,7 +155,7 @@ class JobForm(forms.Form):
             self.fields["max_runtime_s"].choices = sorted([*RUNTIMES, (seconds, label)])
         reservations = reservations_for_jobs(user)
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
-            (r.pk, f"{r.title} ({r.starts_at:%d %b %H:%M}–{r.ends_at:%H:%M})") for r in reservations
+            (r.pk, f"{r.title} ({when_span(r.starts_at, r.ends_at)})") for r in reservations
         ]
         self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_available()]
         if not self.fields["datasets"].choices:

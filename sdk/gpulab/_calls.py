@@ -20,6 +20,7 @@ JOB_FIELDS = (
     "name",
     "image",
     "command",
+    "script",
     "gpus",
     "nodes",
     "max_runtime_s",

@@ -90,6 +90,7 @@ class Job(Model):
     course: str | None = None
     image: str = ""
     command: list[str] = dataclasses.field(default_factory=list)
+    script: str = ""
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     gpus: int = 0
     nodes: int = 1
