@@ -53,6 +53,22 @@ class JobIn(serializers.Serializer):
         help_text="Instead of command: the text of a script, run as a file by the image's /bin/sh.",
     )
     gpus = serializers.IntegerField(help_text="GPUs per node.")
+    gpu_share = serializers.FloatField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="A part of one GPU (e.g. 0.25, 0.5; 1 GPU on 1 node) where the lab shares GPUs; 1: whole GPUs.",
+    )
+    scratch = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=32,
+        help_text="Node-local scratch at /scratch, e.g. 50Gi.",
+    )
+    bulk = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=32, help_text="Bulk storage at /bulk, e.g. 200Gi."
+    )
     nodes = serializers.IntegerField(required=False, default=1)
     max_runtime_s = serializers.IntegerField()
     priority = serializers.ChoiceField(choices=PriorityClass.choices, required=False, default=PriorityClass.NORMAL)
@@ -84,6 +100,9 @@ class JobOut(serializers.Serializer):
     script = serializers.CharField(help_text="The script, exactly as given; empty for a job given as a command.")
     env = serializers.DictField(child=serializers.CharField())
     gpus = serializers.IntegerField(source="gpus_per_node")
+    gpu_share = serializers.FloatField()
+    scratch = serializers.CharField()
+    bulk = serializers.CharField()
     nodes = serializers.IntegerField()
     max_runtime_s = serializers.IntegerField()
     priority = serializers.CharField()

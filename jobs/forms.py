@@ -10,12 +10,15 @@ from __future__ import annotations
 import shlex
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts.models import User
+from accounts.selectors import role_of
+from jobs.backends.resources import parse_storage_limits
 from jobs.models import PriorityClass
 from jobs.presets import Preset
 from jobs.selectors import datasets_available, reservations_for_jobs
@@ -125,6 +128,33 @@ class JobForm(forms.Form):
     )
     gpus = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("GPUs per node"))
     nodes = forms.IntegerField(min_value=1, initial=1, label=gettext_lazy("Nodes"))
+    gpu_share = forms.TypedChoiceField(
+        required=False,
+        coerce=float,
+        empty_value=1.0,
+        choices=[
+            ("1", gettext_lazy("Whole GPUs")),
+            ("0.5", gettext_lazy("Half of one GPU")),
+            ("0.25", gettext_lazy("A quarter of one GPU")),
+        ],
+        initial="1",
+        label=gettext_lazy("GPU share"),
+        help_text=gettext_lazy(
+            "A part of one GPU is for 1 GPU on 1 node; its memory is capped as the lab shares GPUs."
+        ),
+    )
+    scratch = forms.CharField(
+        required=False,
+        max_length=32,
+        label=gettext_lazy("Scratch storage"),
+        widget=forms.TextInput(attrs={"placeholder": "50Gi"}),
+    )
+    bulk = forms.CharField(
+        required=False,
+        max_length=32,
+        label=gettext_lazy("Bulk storage"),
+        widget=forms.TextInput(attrs={"placeholder": "200Gi"}),
+    )
     max_runtime_s = forms.TypedChoiceField(
         choices=RUNTIMES, coerce=int, initial=3600, label=gettext_lazy("Max runtime")
     )
@@ -143,6 +173,7 @@ class JobForm(forms.Form):
     def __init__(self, *args, user: User, presets: list[Preset] = (), gpu_hours_left=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._offer_images()
+        self._offer_cluster_options(user)
         self.presets = {preset.value: preset for preset in presets}
         self.fields["preset"].choices = [
             (preset.value, self._preset_label(preset, gpu_hours_left)) for preset in presets
@@ -180,6 +211,9 @@ class JobForm(forms.Form):
             "reservation": job.reservation_id,
             "datasets": list(job.datasets),
             "env": "\n".join(f"{name}={value}" for name, value in job.env.items()),
+            "gpu_share": f"{job.gpu_share:g}",
+            "scratch": job.scratch,
+            "bulk": job.bulk,
         }
 
     @staticmethod
@@ -190,6 +224,21 @@ class JobForm(forms.Form):
             if left is None
             else f"{preset.label} ({uses} " + _("of your %(left)s left this week") % {"left": f"{left:.1f}"} + ")"
         )
+
+    def _offer_cluster_options(self, user: User) -> None:
+        """GPU share where the lab shares GPUs; each storage tier the person's role may ask for, with its ceiling."""
+        if settings.JOBS_GPU_SHARING == "none":
+            del self.fields["gpu_share"]
+        ceilings = parse_storage_limits(settings.JOBS_STORAGE_LIMITS).get(role_of(user), {})
+        where = {"scratch": _("fast space on the node, at /scratch, gone when the job ends"), "bulk": _("at /bulk")}
+        for tier in ("scratch", "bulk"):
+            if tier in ceilings:
+                self.fields[tier].help_text = _("Optional: %(where)s; at most %(ceiling)s for you.") % {
+                    "where": where[tier],
+                    "ceiling": ceilings[tier],
+                }
+            else:
+                del self.fields[tier]
 
     def _offer_images(self) -> None:
         offered = images_offered()
@@ -267,4 +316,7 @@ class JobForm(forms.Form):
             "reservation": data.get("reservation"),
             "env": data.get("env") or {},
             "datasets": data.get("datasets") or [],
+            "gpu_share": data.get("gpu_share") or 1.0,
+            "scratch": data.get("scratch") or "",
+            "bulk": data.get("bulk") or "",
         }

@@ -78,6 +78,12 @@ class Job(models.Model):
     script = models.TextField(blank=True, default="")
     env = models.JSONField(default=dict, blank=True)
     gpus_per_node = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(64)])
+    # A part of one GPU (0 < share < 1: one GPU on one node) where the cluster shares GPUs (JOBS_GPU_SHARING); the
+    # queue still places the whole GPU. 1: whole GPUs.
+    gpu_share = models.FloatField(default=1.0, validators=[MinValueValidator(0.01), MaxValueValidator(1.0)])
+    # Storage tiers, Kubernetes quantities ("50Gi"; "" for none), each bounded per role by JOBS_STORAGE_LIMITS.
+    scratch = models.CharField(max_length=32, blank=True, default="")
+    bulk = models.CharField(max_length=32, blank=True, default="")
     nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(1000)])
     max_runtime_s = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     priority = models.CharField(max_length=16, choices=PriorityClass.choices, default=PriorityClass.NORMAL)

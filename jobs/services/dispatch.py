@@ -15,6 +15,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.errors import BackendError
+from accounts.selectors import role_of
 from jobs import enqueue
 from jobs.backends import JobBackend, JobStatus, get_job_backend
 from jobs.backends.base import SCRIPT_ARGV, DatasetVolume, JobRef, JobSpec, LogPage
@@ -46,6 +47,10 @@ def job_spec(job: Job) -> JobSpec:
         image=job.image,
         command=SCRIPT_ARGV if job.script else tuple(job.command),
         script=job.script,
+        gpu_share=job.gpu_share,
+        scratch=job.scratch,
+        bulk=job.bulk,
+        owner_role=role_of(job.owner),
         gpus_per_node=job.gpus_per_node,
         max_runtime_s=job.max_runtime_s,
         nodes=job.nodes,

@@ -20,9 +20,10 @@ from django.utils.translation import gettext_lazy
 
 from accounts.errors import InvalidInput, NotPermitted
 from accounts.models import Course, User
-from accounts.selectors import course_ids_active_for, courses_active_for
+from accounts.selectors import course_ids_active_for, courses_active_for, role_of
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
-from jobs.backends.rules import env_reader
+from jobs.backends.resources import parse_storage_limits
+from jobs.backends.rules import env_reader, is_quantity, parse_quantity
 from jobs.models import Dataset, PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
@@ -51,6 +52,9 @@ class JobRequest:
     command: tuple[str, ...]
     script: str
     env: dict[str, str]
+    gpu_share: float
+    scratch: str
+    bulk: str
     gpus_per_node: int
     nodes: int
     max_runtime_s: int
@@ -201,6 +205,46 @@ def _check_reservation(
     return reservation
 
 
+GPU_SHARES = (0.25, 0.5)
+
+
+def _check_share(share: Any, gpus: int, nodes: int, errors: dict[str, str]) -> float:
+    if share in (None, "", 1, 1.0, "1"):
+        return 1.0
+    try:
+        value = float(share)
+    except (TypeError, ValueError):
+        value = -1.0
+    if isinstance(share, bool) or not 0 < value <= 1:
+        errors["gpu_share"] = _("A part of one GPU above 0 and at most 1, e.g. 0.25 or 0.5.")
+    elif settings.JOBS_GPU_SHARING == "none":
+        errors["gpu_share"] = _("This lab does not share GPUs between jobs: ask for whole GPUs (gpu_share 1).")
+    elif value < 1 and (gpus != 1 or nodes != 1):
+        errors["gpu_share"] = _("A part of a GPU is for one GPU on one node: ask for 1 GPU and 1 node.")
+    else:
+        return value
+    return 1.0
+
+
+def _check_storage(user: User, tier: str, size: Any, errors: dict[str, str]) -> str:
+    if size in (None, ""):
+        return ""
+    ceiling = parse_storage_limits(settings.JOBS_STORAGE_LIMITS).get(role_of(user), {}).get(tier)
+    if not isinstance(size, str) or not is_quantity(size.strip()) or parse_quantity(size.strip()) <= 0:
+        errors[tier] = _("A size such as 50Gi or 500Mi.")
+    elif ceiling is None:
+        errors[tier] = _("Your role may not ask for %(tier)s storage.") % {"tier": tier}
+    elif parse_quantity(size.strip()) > parse_quantity(ceiling):
+        errors[tier] = _("At most %(ceiling)s of %(tier)s storage for your role; you asked for %(size)s.") % {
+            "ceiling": ceiling,
+            "tier": tier,
+            "size": size.strip(),
+        }
+    else:
+        return size.strip()
+    return ""
+
+
 def validate_request(
     *,
     user: User,
@@ -216,6 +260,9 @@ def validate_request(
     env: Any = None,
     datasets: Any = None,
     course: Any = None,
+    gpu_share: Any = None,
+    scratch: Any = None,
+    bulk: Any = None,
     now: dt.datetime | None = None,
 ) -> JobRequest:
     """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
@@ -232,6 +279,8 @@ def validate_request(
     argv, script_text = _check_program(command, script, errors)
     variables = _check_env(env, errors)
     gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
+    share = _check_share(gpu_share, gpus_n, nodes_n, errors)
+    tiers = {tier: _check_storage(user, tier, size, errors) for tier, size in (("scratch", scratch), ("bulk", bulk))}
 
     runtime = _int(max_runtime_s)
     low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
@@ -281,6 +330,9 @@ def validate_request(
         command=argv,
         script=script_text,
         env=variables,
+        gpu_share=share,
+        scratch=tiers["scratch"],
+        bulk=tiers["bulk"],
         gpus_per_node=gpus_n,
         nodes=nodes_n,
         max_runtime_s=runtime,
