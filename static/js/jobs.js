@@ -219,7 +219,7 @@
       const script = kind() === "script";
       return {
         name: value("name") || "preview",
-        image: value("image"),
+        image: value("image_other").trim() || value("image"),
         command: script ? null : splitLine(value("command")) || [],
         script: script ? value("script") : null,
         gpus: parseInt(value("gpus"), 10) || 0,
