@@ -39,8 +39,36 @@ class JobIn(serializers.Serializer):
 
     name = serializers.CharField(max_length=200, allow_blank=True)
     image = serializers.CharField(max_length=300, allow_blank=True)
-    command = _StringListJson(help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string.')
+    command = _StringListJson(
+        required=False,
+        default=None,
+        help_text='argv, e.g. ["python", "train.py", "--epochs", "3"]; never a string. Or give `script`.',
+    )
+    script = serializers.CharField(
+        required=False,
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="Instead of command: the text of a script, run as a file by the image's /bin/sh.",
+    )
     gpus = serializers.IntegerField(help_text="GPUs per node.")
+    gpu_share = serializers.FloatField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="A part of one GPU (e.g. 0.25, 0.5; 1 GPU on 1 node) where the lab shares GPUs; 1: whole GPUs.",
+    )
+    scratch = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=32,
+        help_text="Node-local scratch at /scratch, e.g. 50Gi.",
+    )
+    bulk = serializers.CharField(
+        required=False, default="", allow_blank=True, max_length=32, help_text="Bulk storage at /bulk, e.g. 200Gi."
+    )
     nodes = serializers.IntegerField(required=False, default=1)
     max_runtime_s = serializers.IntegerField()
     priority = serializers.ChoiceField(choices=PriorityClass.choices, required=False, default=PriorityClass.NORMAL)
@@ -68,9 +96,13 @@ class JobOut(serializers.Serializer):
     owner = serializers.CharField(source="owner.username")
     course = serializers.CharField(source="course.code", allow_null=True, default=None)
     image = serializers.CharField()
-    command = serializers.ListField(child=serializers.CharField())
+    command = serializers.ListField(child=serializers.CharField(), help_text="[] for a job given as a script.")
+    script = serializers.CharField(help_text="The script, exactly as given; empty for a job given as a command.")
     env = serializers.DictField(child=serializers.CharField())
     gpus = serializers.IntegerField(source="gpus_per_node")
+    gpu_share = serializers.FloatField()
+    scratch = serializers.CharField()
+    bulk = serializers.CharField()
     nodes = serializers.IntegerField()
     max_runtime_s = serializers.IntegerField()
     priority = serializers.CharField()

@@ -7,6 +7,8 @@ The GPUs an attempt holds are in the ledger (labs.Allocation, ref "job:<id>#<att
 
 from __future__ import annotations
 
+import shlex
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -71,10 +73,18 @@ class Job(models.Model):
     course = models.ForeignKey("accounts.Course", on_delete=models.SET_NULL, null=True, blank=True, related_name="jobs")
     name = models.CharField(max_length=120)
     image = models.CharField(max_length=255)
-    # argv, never a shell string: ["python", "train.py", "--epochs", "3"].
+    # argv, never a shell string: ["python", "train.py", "--epochs", "3"]; [] for a job given as a script.
     command = models.JSONField()
+    # Or a script, run as a file by the image's /bin/sh (jobs.backends.base.SCRIPT_ARGV); exactly one of the two.
+    script = models.TextField(blank=True, default="")
     env = models.JSONField(default=dict, blank=True)
     gpus_per_node = models.PositiveSmallIntegerField(validators=[MinValueValidator(1), MaxValueValidator(64)])
+    # A part of one GPU (0 < share < 1: one GPU on one node) where the cluster shares GPUs (JOBS_GPU_SHARING); the
+    # queue still places the whole GPU. 1: whole GPUs.
+    gpu_share = models.FloatField(default=1.0, validators=[MinValueValidator(0.01), MaxValueValidator(1.0)])
+    # Storage tiers, Kubernetes quantities ("50Gi"; "" for none), each bounded per role by JOBS_STORAGE_LIMITS.
+    scratch = models.CharField(max_length=32, blank=True, default="")
+    bulk = models.CharField(max_length=32, blank=True, default="")
     nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(1000)])
     max_runtime_s = models.PositiveIntegerField(validators=[MinValueValidator(1)])
     priority = models.CharField(max_length=16, choices=PriorityClass.choices, default=PriorityClass.NORMAL)
@@ -145,6 +155,11 @@ class Job(models.Model):
     @property
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
+
+    @property
+    def command_line(self) -> str:
+        """The argv as one line a shell (and the job form) splits back into the same arguments."""
+        return shlex.join(self.command or [])
 
     @property
     def is_queued(self) -> bool:

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from decimal import Decimal
 
-from django.db.models import Count, Min, Q, QuerySet
+from django.conf import settings
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from accounts.errors import NotFound
 from accounts.models import User
 from accounts.permissions import is_owner_or_admin
-from accounts.selectors import course_ids_active_for, work_visible_to
+from accounts.selectors import course_ids_active_for, effective_quota, work_visible_to
 from jobs.models import Dataset, Job, JobState
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
-from labs.models import WORKING_STATUSES, Reservation
+from jobs.presets import Preset, presets_for
+from labs.ledger import week_gpu_hours
+from labs.models import WORKING_STATUSES, Gpu, NodeStatus, Reservation
 
 
 def jobs_visible_to(user: User) -> QuerySet[Job]:
@@ -52,6 +56,28 @@ def reservations_for_jobs(user: User) -> QuerySet[Reservation]:
         .select_related("course")
         .order_by("starts_at")
     )
+
+
+def lab_shape() -> tuple[int, int]:
+    """(ready nodes, the most GPUs on one of them): the largest job the lab could run now."""
+    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
+    most = ready.values("node").annotate(top=Max("index")).order_by("-top").values_list("top", flat=True).first()
+    return ready.values("node").distinct().count(), (most + 1) if most is not None else 0
+
+
+def resource_presets(user: User, *, now: dt.datetime | None = None) -> tuple[list[Preset], Decimal]:
+    """The job form's presets for this person (jobs.presets) and the GPU-hours they have left this week."""
+    limits = effective_quota(user)
+    left = max(limits.gpu_hours_week - week_gpu_hours(user, now=now), Decimal(0))
+    ready_nodes, most_per_node = lab_shape()
+    presets = presets_for(
+        max_gpus_per_job=limits.max_gpus_per_job,
+        gpu_hours_left=left,
+        most_gpus_per_node=most_per_node,
+        ready_nodes=ready_nodes,
+        max_runtime_s=settings.JOBS_MAX_RUNTIME_S,
+    )
+    return presets, left
 
 
 def datasets_available() -> QuerySet[Dataset]:

@@ -17,7 +17,7 @@ from accounts.selectors import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState
-from jobs.selectors import job_for, jobs_visible_to, may_cancel
+from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
 
@@ -41,7 +41,18 @@ def _apply_errors(form: JobForm, exc: PortalError) -> None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def job_new(request: HttpRequest) -> HttpResponse:
-    form = JobForm(request.POST or None, user=request.user, initial=request.GET.dict() or None)
+    presets, left = resource_presets(request.user)
+    initial = request.GET.dict() or None
+    if request.method == "GET" and "from" in request.GET:  # "Submit again, changed": a job this person may see
+        earlier = request.GET["from"]
+        initial = JobForm.initial_from(job_for(request.user, int(earlier) if earlier.isdigit() else 0))
+    form = JobForm(
+        request.POST or None,
+        user=request.user,
+        initial=initial,
+        presets=presets,
+        gpu_hours_left=left,
+    )
     answer = None
     status = 200
     if request.method == "POST":
@@ -59,7 +70,13 @@ def job_new(request: HttpRequest) -> HttpResponse:
             except PortalError as exc:
                 status = exc.status
                 _apply_errors(form, exc)
-    context = {"form": form, "answer": answer, "limits": effective_quota(request.user)}
+    context = {
+        "form": form,
+        "answer": answer,
+        "argv": form.argv if form.is_bound and not form.errors.get("command") else [],
+        "limits": effective_quota(request.user),
+        "gpu_hours_left": left,
+    }
     return render(request, "jobs/form.html", context, status=status)
 
 

@@ -278,8 +278,8 @@ class NodeAgentTokenAdmin(admin.ModelAdmin):
 class ImageRuleAdmin(admin.ModelAdmin):
     """The image allow-list beside JOBS_IMAGE_ALLOW: jobs and notebook profiles alike may use what matches."""
 
-    list_display = ["pattern", "enabled", "description", "created_at"]
-    list_filter = ["enabled"]
+    list_display = ["pattern", "enabled", "gpu", "description", "created_at"]
+    list_filter = ["enabled", "gpu"]
     search_fields = ["pattern", "description"]
 
 

@@ -6,6 +6,7 @@ JOBS_IMAGE_ALLOW setting, plus the enabled rules admins keep in the console (Ima
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 
@@ -39,7 +40,12 @@ class ImageRule(models.Model):
         unique=True,
         help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
     )
-    description = models.CharField(max_length=200, blank=True)
+    description = models.CharField(
+        max_length=200, blank=True, help_text="What a person finds in it, shown where they choose an image."
+    )
+    gpu = models.BooleanField(
+        default=False, verbose_name="GPU", help_text="It brings CUDA (or ROCm): work in it can use the GPUs."
+    )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -58,6 +64,32 @@ class ImageRule(models.Model):
 
     def matches(self, image: str) -> bool:
         return self.enabled and image_allowed_by(self.pattern, image)
+
+
+@dataclasses.dataclass(frozen=True)
+class OfferedImage:
+    """An entry of the allow-list as a person chooses from it: an image (or, `pattern`, a family of them)."""
+
+    name: str
+    description: str = ""
+    gpu: bool = False  # an admin said it brings CUDA; False where nobody said (a JOBS_IMAGE_ALLOW entry)
+    pattern: bool = False
+
+
+def images_offered() -> list[OfferedImage]:
+    """Every enabled entry of the allow-list, images first, then patterns (with *), each by name.
+
+    The same for everyone: one allow-list for every person (image_allowed). An entry that is both a rule and in
+    JOBS_IMAGE_ALLOW is the rule's (its description and gpu)."""
+    offered = {
+        rule.pattern: OfferedImage(rule.pattern, rule.description, rule.gpu, "*" in rule.pattern)
+        for rule in ImageRule.objects.filter(enabled=True)
+    }
+    for pattern in settings.JOBS_IMAGE_ALLOW:
+        pattern = pattern.strip()
+        if pattern and pattern not in offered:
+            offered[pattern] = OfferedImage(pattern, pattern="*" in pattern)
+    return sorted(offered.values(), key=lambda image: (image.pattern, image.name))
 
 
 def image_allowed(image: str) -> bool:

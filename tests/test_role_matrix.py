@@ -154,6 +154,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "api/v1/notebooks/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
     "api/v1/notebooks/<int:notebook_id>/": {"get": (401, 404, 404, 404, 404), "delete": (401, 404, 404, 404, 404)},
     "api/v1/notebooks/<int:notebook_id>/extend/": {"post": (401, 404, 404, 404, 404)},
+    "api/v1/images/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/jobs/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
     "api/v1/jobs/preview/": {"post": (401, 400, 400, 400, 400)},
     "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404, 404)},

@@ -43,6 +43,12 @@ RESERVED_ENV = frozenset(
 )
 
 
+# A job given as a script (`JobSpec.script`) runs as this file, read-only, by the image's POSIX shell: /bin/sh is
+# in every image (bash is not: slim and Alpine images lack it); a `#!` first line is only a comment to it.
+SCRIPT_PATH = "/portal/job.sh"
+SCRIPT_ARGV = ("/bin/sh", SCRIPT_PATH)
+
+
 def job_name(job_id: int, attempt: int) -> str:
     """The name of one attempt everywhere (Kubernetes Job, Service, local directory): `job-42-a1`."""
     return f"job-{int(job_id)}-a{int(attempt)}"
@@ -92,7 +98,8 @@ class JobSpec:
     """One attempt of a training job, as the dispatcher hands it to a backend.
 
     `node_names` and `gpu_indices` are the placement the queue policy chose: one entry per node, in rank
-    order. `command` is an argv list, never a shell string. `env` is the job's own variables.
+    order. `command` is an argv list, never a shell string. `env` is the job's own variables. A job given as a
+    `script` has SCRIPT_ARGV as its command: each backend puts the script's text at SCRIPT_PATH, read-only.
     """
 
     job_id: int
@@ -120,6 +127,7 @@ class JobSpec:
     scratch: str = ""
     bulk: str = ""
     owner_role: str = ""
+    script: str = ""
 
     @property
     def ref(self) -> JobRef:
@@ -136,6 +144,8 @@ class JobSpec:
             problems.append("the job id must not be negative and the attempt starts at 1")
         if not self.command or not all(isinstance(arg, str) for arg in self.command):
             problems.append("the command must be a non-empty list of strings (argv)")
+        if self.script and (tuple(self.command) != SCRIPT_ARGV or "\x00" in self.script):
+            problems.append(f"a script runs as {' '.join(SCRIPT_ARGV)}, without NUL bytes")
         if self.gpus_per_node < 1 or self.nodes < 1:
             problems.append("a job needs at least one GPU on at least one node")
         if not 0 < self.gpu_share <= 1:

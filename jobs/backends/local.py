@@ -38,7 +38,7 @@ from django.conf import settings
 
 from accounts.errors import BackendError
 from jobs.backends import local_files, sandbox
-from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
+from jobs.backends.base import SCRIPT_PATH, JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from jobs.backends.logs import Ask, last_lines
 
@@ -143,6 +143,14 @@ class LocalJobs:
             "core": 0,
         }
 
+    @staticmethod
+    def program_problem(argv: tuple[str, ...], env: dict[str, str]) -> str | None:
+        """Why the runner would not find argv[0] (as it looks, on the job's PATH); None when it would."""
+        path = env.get("PATH") or os.pathsep.join([str(Path(sys.executable).parent), os.defpath.lstrip(os.pathsep)])
+        if shutil.which(argv[0], path=path) is None:
+            return f"cannot start {argv[0]!r}: there is no such program on this machine's job PATH"
+        return None
+
     def _runner_spec(self, spec: JobSpec, directory: Path, *, uid: int | None = None, gid: int | None = None) -> dict:
         if uid is None or gid is None:
             uid, gid = local_files.tenant(spec)
@@ -181,6 +189,8 @@ class LocalJobs:
             ranks.append({"rank": rank, "node": spec.node_names[rank] if spec.node_names else "", "env": env})
         return {
             "argv": list(spec.command),
+            # A script: made read-only in the sandbox at SCRIPT_PATH, where the command (SCRIPT_ARGV) reads it.
+            "files": {SCRIPT_PATH: spec.script} if spec.script else {},
             "image": spec.image,
             "cwd": str(directory / "work"),
             "max_runtime_s": spec.max_runtime_s,

@@ -235,6 +235,7 @@ def run(root: Path) -> dict:
                     cwd=spec["cwd"],
                     writable=writable,
                     readable=box.get("readable", []),
+                    files=spec.get("files") or {},
                     hostname=root.name,
                     limits=box.get("limits", {}),
                     tmp_size=int(box.get("tmp_size", 0)),

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobs.backends import resources as cluster
-from jobs.backends.base import JobSpec, checkpoint_name
+from jobs.backends.base import SCRIPT_PATH, JobSpec, checkpoint_name
 from jobs.backends.rules import label_value, scale_quantity
 
 LABEL_PREFIX = "portal.gpulab.io"
@@ -33,6 +33,9 @@ LABEL_OWNER = f"{LABEL_PREFIX}/owner"
 LABEL_COURSE = f"{LABEL_PREFIX}/course"
 # Which portal made it (PORTAL_INSTANCE_ID): the reconciler stops only Jobs of its own instance.
 LABEL_INSTANCE = f"{LABEL_PREFIX}/instance"
+# A script job's text: an annotation of its pods, which a downwardAPI volume makes the read-only file SCRIPT_PATH
+# (no object of its own to create and clean up; annotations hold up to 256 KiB, JOBS_SCRIPT_MAX_BYTES stays below).
+ANNOTATION_SCRIPT = f"{LABEL_PREFIX}/script"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpu-lab-portal", "app.kubernetes.io/component": "training-job"}
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 CHECKPOINT_MOUNT = "/checkpoint"
@@ -138,6 +141,13 @@ def _annotations(spec: JobSpec) -> dict[str, str]:
     return annotations
 
 
+def _pod_metadata(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"labels": _labels(spec, config)}
+    if spec.script:
+        metadata["annotations"] = {ANNOTATION_SCRIPT: spec.script}
+    return metadata
+
+
 def master_address(spec: JobSpec, config: ClusterConfig) -> str:
     if spec.nodes == 1:
         return "127.0.0.1"
@@ -177,6 +187,13 @@ def _volumes(spec: JobSpec, config: ClusterConfig) -> tuple[list[dict[str, Any]]
     if spec.checkpoint:
         volumes.append({"name": "checkpoint", "persistentVolumeClaim": {"claimName": checkpoint_name(spec.job_id)}})
         mounts.append({"name": "checkpoint", "mountPath": CHECKPOINT_MOUNT})
+    if spec.script:
+        directory, file_name = SCRIPT_PATH.rsplit("/", 1)
+        field = {"fieldPath": f"metadata.annotations['{ANNOTATION_SCRIPT}']"}
+        volumes.append(
+            {"name": "script", "downwardAPI": {"defaultMode": 0o444, "items": [{"path": file_name, "fieldRef": field}]}}
+        )
+        mounts.append({"name": "script", "mountPath": directory, "readOnly": True})
     tier_volumes, tier_mounts, _ = cluster.storage_volumes(spec, config)
     return volumes + tier_volumes, mounts + tier_mounts
 
@@ -262,7 +279,7 @@ def job_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
         "backoffLimit": config.backoff_limit,
         "activeDeadlineSeconds": int(spec.max_runtime_s),
         "ttlSecondsAfterFinished": config.ttl_after_finished_s,
-        "template": {"metadata": {"labels": _labels(spec, config)}, "spec": pod_spec},
+        "template": {"metadata": _pod_metadata(spec, config), "spec": pod_spec},
     }
     if spec.nodes > 1:
         pod_spec["subdomain"] = spec.name

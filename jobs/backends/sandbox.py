@@ -93,6 +93,8 @@ ETC_FILES = (
     "/etc/ca-certificates",
     "/etc/nsswitch.conf",
 )
+# Where the files a job brings (its script) appear, read-only: a directory of the sandbox only.
+JOB_FILES_DIR = "/portal"
 SANDBOX_TMP = "/tmp"  # noqa: S108 - a fresh tmpfs inside the sandbox, not the host's /tmp
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap; scripts/run.sh and scripts/test.sh do)"
 
@@ -308,21 +310,27 @@ def start(
     identity: Identity,
     cwd: str,
     limits: Mapping[str, int] | None = None,
+    files: Mapping[str, str] | None = None,
     **options: Any,
 ) -> subprocess.Popen:
     """Start argv in the sandbox as `identity`, with exactly `env` (plus HOME, USER, LOGNAME where it has none).
 
     `options` are `command`'s (writable, readable, hostname, unshare_net, ...) and Popen's (stdout, stderr,
     start_new_session, ...). bwrap and setpriv get `host_env()`; `env` reaches only the shim's last exec.
+    `files` are more read-only files made in the sandbox only (path inside: text), e.g. a job's script.
     """
     popen = {key: options.pop(key) for key in list(options) if key not in COMMAND_OPTIONS}
-    files = {
+    own = {
         SHIM: Path(__file__).with_name("sandbox_exec.py").read_bytes(),
         ENV_FILE: json.dumps({**identity.env(), **env}).encode(),
         "/etc/passwd": identity.passwd().encode(),
         "/etc/group": identity.group().encode(),
     }
-    fds = {path: _memfd(content) for path, content in files.items()}
+    for path, text in (files or {}).items():
+        if not _checked(path).startswith(JOB_FILES_DIR + "/"):
+            raise ValueError(f"a job's own files go under {JOB_FILES_DIR}/, not {path}")
+        own[path] = text.encode()
+    fds = {path: _memfd(content) for path, content in own.items()}
     filter_fd = _memfd(seccomp.program())
     try:
         args = command(argv, cwd=cwd, uid=identity.uid, gid=identity.gid, data=fds, seccomp_fd=filter_fd, **options)

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.errors import BackendError
+from accounts.selectors import role_of
 from jobs import enqueue
 from jobs.backends import JobBackend, JobStatus, get_job_backend
-from jobs.backends.base import DatasetVolume, JobRef, JobSpec, LogPage
+from jobs.backends.base import SCRIPT_ARGV, DatasetVolume, JobRef, JobSpec, LogPage
 from jobs.models import PLACED_STATES, Dataset, Job, JobState, StopReason
 from jobs.services.transitions import job_finish, job_lost, job_mark_running, job_request_stop, job_stop_done
 from labs.ledger import refs_of
@@ -44,7 +45,12 @@ def job_spec(job: Job) -> JobSpec:
         job_id=job.pk,
         attempt=job.attempt,
         image=job.image,
-        command=tuple(job.command),
+        command=SCRIPT_ARGV if job.script else tuple(job.command),
+        script=job.script,
+        gpu_share=job.gpu_share,
+        scratch=job.scratch,
+        bulk=job.bulk,
+        owner_role=role_of(job.owner),
         gpus_per_node=job.gpus_per_node,
         max_runtime_s=job.max_runtime_s,
         nodes=job.nodes,

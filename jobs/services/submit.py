@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.errors import Conflict, QuotaExceeded
 from accounts.models import User
@@ -21,6 +22,7 @@ from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota
 from jobs import enqueue
+from jobs.backends.base import SCRIPT_ARGV
 from jobs.models import ACTIVE_STATES, Job, JobEvent, JobState, StopReason
 from jobs.policy import QueuedJob
 from jobs.services.scheduling import Preview, formatter, preview, user_key
@@ -68,7 +70,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
 def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
     """Queue a job. Nothing is written unless every check passes; a scheduling pass follows the commit.
 
-    `fields` are validate_request's: name, image, command, gpus, max_runtime_s, nodes, priority, reservation,
+    `fields` are validate_request's: name, image, command or script, gpus, max_runtime_s, nodes, priority, reservation,
     env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
     """
     now = now or timezone.now()
@@ -84,6 +86,10 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
             name=request.name,
             image=request.image,
             command=list(request.command),
+            script=request.script,
+            gpu_share=request.gpu_share,
+            scratch=request.scratch,
+            bulk=request.bulk,
             env=request.env,
             gpus_per_node=request.gpus_per_node,
             nodes=request.nodes,
@@ -118,11 +124,24 @@ def queued_from_request(job_id: int | str, user: User, request: JobRequest, now:
     )
 
 
+def _program_problem(request: JobRequest) -> str | None:
+    """Where the backend can tell before it runs (the local one: the program on the job's PATH), why it could not
+    start; None otherwise. A cluster's images are not looked into: there the image's own programs decide."""
+    if settings.JOBS_BACKEND != "local":
+        return None
+    from jobs.backends.local import LocalJobs
+
+    return LocalJobs.program_problem(SCRIPT_ARGV if request.script else request.command, request.env)
+
+
 def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Preview:
-    """ "Will it start now?": the request checked as job_submit would, then a dry run of the policy. Writes nothing."""
+    """ "Will it start now?": the request checked as job_submit would (its image, its command or script too), then
+    a dry run of the policy. Writes nothing."""
     now = now or timezone.now()
     rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **fields)
+    if (problem := _program_problem(request)) is not None:
+        return Preview(False, _("No: it would not start: %(why)s.") % {"why": problem})
     try:
         _check_quota(user, request, now, tell=False)
     except QuotaExceeded as exc:

@@ -20,9 +20,10 @@ from django.utils.translation import gettext_lazy
 
 from accounts.errors import InvalidInput, NotPermitted
 from accounts.models import Course, User
-from accounts.selectors import courses_active_for
+from accounts.selectors import courses_active_for, role_of
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
-from jobs.backends.rules import env_reader
+from jobs.backends.resources import parse_storage_limits
+from jobs.backends.rules import env_reader, is_quantity, parse_quantity
 from jobs.models import Dataset, PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
@@ -49,7 +50,11 @@ class JobRequest:
     name: str
     image: str
     command: tuple[str, ...]
+    script: str
     env: dict[str, str]
+    gpu_share: float
+    scratch: str
+    bulk: str
     gpus_per_node: int
     nodes: int
     max_runtime_s: int
@@ -88,7 +93,7 @@ def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
         errors["command"] = f"A shell string is not run. {SHELL_HINT}"
         return ()
     if not isinstance(command, list | tuple) or not command:
-        errors["command"] = f"Required. {SHELL_HINT}"
+        errors["command"] = _("Required: a command (argv) or a script. %(hint)s") % {"hint": SHELL_HINT}
         return ()
     if len(command) > MAX_ARGS:
         errors["command"] = f"At most {MAX_ARGS} arguments."
@@ -101,6 +106,33 @@ def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
     else:
         return tuple(command)
     return ()
+
+
+def _check_script(script: Any, errors: dict[str, str]) -> str:
+    if not isinstance(script, str) or not script.strip():
+        errors["script"] = _("Required: the script's lines, run by the image's /bin/sh.")
+    elif "\x00" in script:
+        errors["script"] = _("A script may not hold NUL bytes.")
+    elif len(script.encode()) > settings.JOBS_SCRIPT_MAX_BYTES:
+        errors["script"] = _("A script is at most %(most)d bytes; this one has %(has)d. Put the rest in a file.") % {
+            "most": settings.JOBS_SCRIPT_MAX_BYTES,
+            "has": len(script.encode()),
+        }
+    else:
+        return script.replace("\r\n", "\n")
+    return ""
+
+
+def _check_program(command: Any, script: Any, errors: dict[str, str]) -> tuple[tuple[str, ...], str]:
+    """Exactly one of command (argv) and script (text): (argv, "") or ((), script)."""
+    has_command = command not in (None, "", [], ())
+    has_script = script not in (None, "")
+    if has_command and has_script:
+        errors["command"] = errors["script"] = _("Give a command or a script, not both.")
+        return (), ""
+    if has_script:
+        return (), _check_script(script, errors)
+    return _check_command(command, errors), ""
 
 
 def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
@@ -173,20 +205,64 @@ def _check_reservation(
     return reservation
 
 
+GPU_SHARES = (0.25, 0.5)
+
+
+def _check_share(share: Any, gpus: int, nodes: int, errors: dict[str, str]) -> float:
+    if share in (None, "", 1, 1.0, "1"):
+        return 1.0
+    try:
+        value = float(share)
+    except (TypeError, ValueError):
+        value = -1.0
+    if isinstance(share, bool) or not 0 < value <= 1:
+        errors["gpu_share"] = _("A part of one GPU above 0 and at most 1, e.g. 0.25 or 0.5.")
+    elif settings.JOBS_GPU_SHARING == "none":
+        errors["gpu_share"] = _("This lab does not share GPUs between jobs: ask for whole GPUs (gpu_share 1).")
+    elif value < 1 and (gpus != 1 or nodes != 1):
+        errors["gpu_share"] = _("A part of a GPU is for one GPU on one node: ask for 1 GPU and 1 node.")
+    else:
+        return value
+    return 1.0
+
+
+def _check_storage(user: User, tier: str, size: Any, errors: dict[str, str]) -> str:
+    if size in (None, ""):
+        return ""
+    ceiling = parse_storage_limits(settings.JOBS_STORAGE_LIMITS).get(role_of(user), {}).get(tier)
+    if not isinstance(size, str) or not is_quantity(size.strip()) or parse_quantity(size.strip()) <= 0:
+        errors[tier] = _("A size such as 50Gi or 500Mi.")
+    elif ceiling is None:
+        errors[tier] = _("Your role may not ask for %(tier)s storage.") % {"tier": tier}
+    elif parse_quantity(size.strip()) > parse_quantity(ceiling):
+        errors[tier] = _("At most %(ceiling)s of %(tier)s storage for your role; you asked for %(size)s.") % {
+            "ceiling": ceiling,
+            "tier": tier,
+            "size": size.strip(),
+        }
+    else:
+        return size.strip()
+    return ""
+
+
 def validate_request(
     *,
     user: User,
     name: Any,
     image: Any,
-    command: Any,
     gpus: Any,
     max_runtime_s: Any,
+    command: Any = None,
+    script: Any = None,
     nodes: Any = 1,
     priority: Any = None,
     reservation: Any = None,
     env: Any = None,
     datasets: Any = None,
     course: Any = None,
+    gpu_share: Any = None,
+    scratch: Any = None,
+    bulk: Any = None,
     now: dt.datetime | None = None,
 ) -> JobRequest:
     """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
@@ -200,9 +276,11 @@ def validate_request(
     image = image.strip() if isinstance(image, str) else ""
     if image_why := image_problem(image):
         errors["image"] = image_why
-    argv = _check_command(command, errors)
+    argv, script_text = _check_program(command, script, errors)
     variables = _check_env(env, errors)
     gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
+    share = _check_share(gpu_share, gpus_n, nodes_n, errors)
+    tiers = {tier: _check_storage(user, tier, size, errors) for tier, size in (("scratch", scratch), ("bulk", bulk))}
 
     runtime = _int(max_runtime_s)
     low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
@@ -250,7 +328,11 @@ def validate_request(
         name=name,
         image=image,
         command=argv,
+        script=script_text,
         env=variables,
+        gpu_share=share,
+        scratch=tiers["scratch"],
+        bulk=tiers["bulk"],
         gpus_per_node=gpus_n,
         nodes=nodes_n,
         max_runtime_s=runtime,

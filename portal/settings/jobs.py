@@ -73,6 +73,9 @@ JOBS_NCCL_IB_HCA = envstr("JOBS_NCCL_IB_HCA", "")
 JOBS_IMAGE_ALLOW = envlist(
     "JOBS_IMAGE_ALLOW", ["pytorch/pytorch:*", "nvcr.io/nvidia/pytorch:*", "python:3.12-slim", "quay.io/jupyter/*"]
 )
+# The largest script a job may be given instead of a command (bytes, UTF-8); on the cluster it travels in a pod
+# annotation, and all of a pod's annotations together hold at most 256 KiB.
+JOBS_SCRIPT_MAX_BYTES = envint("JOBS_SCRIPT_MAX_BYTES", 64 * 1024, minimum=1024, maximum=200 * 1024)
 # Bounds on a job's max_runtime_s (the policy plans with it; the backend kills the job when it is reached).
 JOBS_MIN_RUNTIME_S = envint("JOBS_MIN_RUNTIME_S", 60, minimum=1)
 JOBS_MAX_RUNTIME_S = envint("JOBS_MAX_RUNTIME_S", 7 * 24 * 3600, minimum=60)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
+import zoneinfo
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -26,10 +28,35 @@ def as_json(value: Any) -> str:
     return json.dumps(plain(value), indent=2, sort_keys=False)
 
 
+# Times are printed in the portal's zone (the lab's, LAB_TIME_ZONE), as its pages show them: every time the API
+# gives carries that zone's offset, kept as it is. --time-zone (or GPULAB_TIME_ZONE) names another: "local" for this
+# machine's, or a zone name such as Europe/Lisbon; "server" is the default.
+SERVER, LOCAL = "server", "local"
+_time_zone = ""
+
+
+def set_time_zone(name: str | None) -> None:
+    """The zone `when` prints in, from --time-zone, then GPULAB_TIME_ZONE; ValueError for a name that is none."""
+    global _time_zone  # noqa: PLW0603 - one CLI run, one choice
+    chosen = (name or os.environ.get("GPULAB_TIME_ZONE") or SERVER).strip()
+    if chosen not in (SERVER, LOCAL):
+        try:
+            zoneinfo.ZoneInfo(chosen)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            why = f"unknown time zone {chosen!r} (use server, local or a name such as Europe/Lisbon)"
+            raise ValueError(why) from exc
+    _time_zone = (name or "").strip()
+
+
 def when(value: Any) -> str:
-    """A time in the local zone, short; '—' when there is none."""
+    """A time in the portal's zone (or the one chosen with --time-zone), short; '—' when there is none."""
     if isinstance(value, dt.datetime):
-        return value.astimezone().strftime("%a %d %b %H:%M")
+        zone = _time_zone or os.environ.get("GPULAB_TIME_ZONE") or SERVER
+        if zone == LOCAL:
+            value = value.astimezone()
+        elif zone != SERVER and value.tzinfo is not None:
+            value = value.astimezone(zoneinfo.ZoneInfo(zone))
+        return value.strftime("%a %d %b %H:%M")
     return "—" if value in (None, "") else str(value)
 
 

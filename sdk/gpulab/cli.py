@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from gpulab import commands
-from gpulab._output import fit_sentence
+from gpulab._output import fit_sentence, set_time_zone
 from gpulab._version import VERSION
 from gpulab.errors import (
     ApiError,
@@ -97,6 +97,12 @@ def _common() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON (for scripts) instead of tables")
     common.add_argument("--url", help="the portal (default: GPULAB_URL, then the config file)")
     common.add_argument("--token", help="an API token (default: GPULAB_TOKEN, then the config file)")
+    common.add_argument(
+        "--time-zone",
+        metavar="ZONE",
+        help="print times in ZONE: server (the portal's, the default), local (this machine's) or a name such as "
+        "Europe/Lisbon (default: GPULAB_TIME_ZONE, then server)",
+    )
     return common
 
 
@@ -112,6 +118,7 @@ def _job_fields(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--dataset", action="append", default=[], dest="datasets", metavar="NAME")
+    parser.add_argument("--script", metavar="FILE", help="run this file by the image's /bin/sh instead of a command")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="after --: the argv to run")
 
 
@@ -251,6 +258,7 @@ def explain(exc: Exception) -> tuple[int, str]:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        set_time_zone(getattr(args, "time_zone", None))
         code = args.handler(args)
     except KeyboardInterrupt:
         print("gpulab: interrupted", file=sys.stderr)

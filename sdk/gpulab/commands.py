@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import shlex
 import sys
 import time
 import webbrowser
@@ -127,6 +128,14 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         command = command[1:]
     if command:
         spec["command"] = command
+    if getattr(args, "script", None):
+        try:
+            with open(args.script, encoding="utf-8") as handle:
+                spec["script"] = handle.read()
+        except OSError as exc:
+            raise JobFileError(f"--script {args.script}: {exc.strerror}.") from exc
+        if not command:  # the flag's script instead of the job file's command
+            spec.pop("command", None)
     if args.env:
         env = dict(spec.get("env") or {})
         for pair in args.env:
@@ -138,6 +147,8 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     if args.datasets:
         spec["datasets"] = list(spec.get("datasets") or []) + args.datasets
     for need in ("image", "command", "gpus", "max_runtime_s"):
+        if need == "command" and spec.get("script"):
+            continue
         if spec.get(need) in (None, "", []):
             flag = {"max_runtime_s": "--max-runtime", "command": "-- COMMAND..."}.get(need, f"--{need}")
             raise JobFileError(f"The job has no {need}: put it in the job file or give {flag}.")
@@ -218,7 +229,7 @@ def job_show(args: argparse.Namespace) -> int:
         _job_line(job),
         f"name: {job.name}   owner: {job.owner}   attempt: {job.attempt}   priority: {job.priority}",
         f"image: {job.image}",
-        f"command: {' '.join(job.command)}",
+        f"command: {shlex.join(job.command)}" if not job.script else "script:\n" + job.script.rstrip("\n"),
         f"gpus: {job.gpus} per node × {job.nodes}   max runtime: {job.max_runtime_s} s",
         f"submitted: {when(job.submitted_at)}   started: {when(job.started_at)}   finished: {when(job.finished_at)}",
         "events:",

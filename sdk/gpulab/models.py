@@ -90,8 +90,12 @@ class Job(Model):
     course: str | None = None
     image: str = ""
     command: list[str] = dataclasses.field(default_factory=list)
+    script: str = ""
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     gpus: int = 0
+    gpu_share: float = 1.0
+    scratch: str = ""
+    bulk: str = ""
     nodes: int = 1
     max_runtime_s: int = 0
     priority: str = ""

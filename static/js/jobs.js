@@ -168,16 +168,82 @@
         followed.poke(job);
       } catch (error) { /* try again at the next tick */ }
       const over = job && FINISHED.includes(job.status);
+      const resubmit = detail.querySelector('[data-testid="resubmit-link"]');
+      if (resubmit) resubmit.hidden = !over;
       if (!over) setTimeout(poll, POLL_MS);
     };
     setTimeout(poll, 1000);
   }
 
   // --- Will it start now? ---------------------------------------------------------------------
+  // A command line is split as a POSIX shell splits words (Python's shlex.split on the server, which decides):
+  // quotes, and backslashes outside single quotes. null when a quote is left open.
+  const splitLine = (line) => {
+    const words = [];
+    let word = null;
+    let quote = "";
+    for (let i = 0; i < line.length; i++) {
+      const ch = line[i];
+      if (quote === "'") {
+        if (ch === "'") quote = ""; else word += ch;
+      } else if (quote === '"') {
+        if (ch === '"') quote = "";
+        else if (ch === "\\" && i + 1 < line.length && '\\"$`\n'.includes(line[i + 1])) word += line[++i];
+        else word += ch;
+      } else if (/\s/.test(ch)) {
+        if (word !== null) words.push(word);
+        word = null;
+      } else {
+        if (word === null) word = "";
+        if (ch === "'" || ch === '"') quote = ch;
+        else if (ch === "\\") { if (i + 1 >= line.length) return null; word += line[++i]; }
+        else word += ch;
+      }
+    }
+    if (quote) return null;
+    if (word !== null) words.push(word);
+    return words;
+  };
   const form = document.getElementById("job-form");
   if (form) {
     const answer = document.getElementById("job-preview");
     const value = (name) => (form.elements[name] ? form.elements[name].value : "");
+    const kind = () => (form.querySelector('input[name="kind"]:checked') || { value: "command" }).value;
+    const showKind = () => {
+      for (const box of form.querySelectorAll(".program")) box.hidden = box.dataset.kind !== kind();
+    };
+    const argvPreview = document.getElementById("argv-preview");
+    const argvList = document.getElementById("argv-list");
+    const showArgv = () => {
+      const argv = kind() === "command" ? splitLine(value("command")) : null;
+      argvPreview.hidden = !argv || !argv.length;
+      argvList.replaceChildren(...(argv || []).map((arg) => {
+        const item = document.createElement("li");
+        const code = document.createElement("code");
+        code.textContent = arg;
+        item.append(code);
+        return item;
+      }));
+    };
+    showKind();
+    showArgv();
+    // A preset fills in the three fields it stands for; changing one of them by hand makes it "Custom".
+    const SIZES = ["gpus", "nodes", "max_runtime_s"];
+    const applyPreset = () => {
+      const chosen = form.querySelector('input[name="preset"]:checked');
+      if (!chosen || !chosen.value) return;
+      chosen.value.split(":").forEach((number, at) => {
+        if (form.elements[SIZES[at]]) form.elements[SIZES[at]].value = number;
+      });
+    };
+    form.addEventListener("change", (event) => {
+      if (event.target.name === "preset") applyPreset();
+      if (SIZES.includes(event.target.name)) {
+        const custom = form.querySelector('input[name="preset"][value=""]');
+        if (custom) custom.checked = true;
+      }
+    });
+    applyPreset();
     const body = () => {
       const env = {};
       for (const line of value("env").split("\n")) {
@@ -185,10 +251,12 @@
         if (line.trim() && at > 0) env[line.slice(0, at).trim()] = line.slice(at + 1);
       }
       const datasets = Array.from(form.querySelectorAll('input[name="datasets"]:checked')).map((box) => box.value);
+      const script = kind() === "script";
       return {
         name: value("name") || "preview",
-        image: value("image"),
-        command: value("command").split("\n").map((line) => line.trim()).filter(Boolean),
+        image: value("image_other").trim() || value("image"),
+        command: script ? null : splitLine(value("command")) || [],
+        script: script ? value("script") : null,
         gpus: parseInt(value("gpus"), 10) || 0,
         nodes: parseInt(value("nodes"), 10) || 0,
         max_runtime_s: parseInt(value("max_runtime_s"), 10) || 0,
@@ -203,7 +271,7 @@
     const ask = async () => {
       const number = ++asked;
       const request = body();
-      if (!request.image || !request.command.length) return;
+      if (!request.image || !((request.command && request.command.length) || (request.script || "").trim())) return;
       try {
         const response = await fetch(form.dataset.previewUrl, {
           method: "POST",
@@ -221,6 +289,8 @@
       } catch (error) { /* keep the last answer */ }
     };
     form.addEventListener("input", () => {
+      showKind();
+      showArgv();
       clearTimeout(timer);
       timer = setTimeout(ask, 400);
     });

@@ -52,9 +52,9 @@ def test_submit_a_tiny_job_and_see_it_finish_with_its_logs(live_server, page, lo
     page.get_by_role("link", name="Submit a job").click()
 
     page.get_by_label("Name").fill("hello")
-    page.get_by_label("Image").fill(IMAGE)
-    page.get_by_label("Command").fill("python\n-c\nprint('hello from the lab')")
-    page.get_by_label("Max runtime").select_option(label="10 minutes")
+    page.get_by_label("Or another image").fill(IMAGE)
+    page.get_by_label("Command line", exact=True).fill("python -c \"print('hello from the lab')\"")
+    page.get_by_label("Max runtime", exact=True).select_option(label="10 minutes")
     expect(page.get_by_test_id("preview")).to_have_text("Yes: it would start now, on gpu01.")
     page.get_by_role("button", name="Submit").click()
 
