@@ -110,7 +110,7 @@ class _Pass:
             window = nodes[0].own_window(job.reservation_id) if nodes else None
             if window is None:
                 return "reservation_over", None, None, None
-            if not window.admits(job.user, job.course):
+            if not window.admits(job.user):
                 return "reservation_not_allowed", None, None, None
             if max(window.starts_at, self.now) + job.max_runtime_s > window.ends_at:
                 return "reservation_too_short", None, None, window.ends_at
