@@ -68,7 +68,7 @@ class QueuedJob:
     queued_since: float | None = None
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
     @property
@@ -100,7 +100,7 @@ class RunningJob:
         return len(self.placements)
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return sum(len(p.gpus) for p in self.placements)
 
 

@@ -59,7 +59,7 @@ class JobRequest:
     datasets: tuple[str, ...]
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
 
