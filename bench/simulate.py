@@ -107,7 +107,7 @@ class _Job:
         self.planned = False
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
 
@@ -222,7 +222,7 @@ class Simulation:
         job.placements = placements
         for placement in placements:
             self.free[self.index[placement.node]].difference_update(placement.gpus)
-        self.held += job.gpus
+        self.held += job.total_gpus
         job.running = RunningJob(
             id=job.trace.job_id,
             user=job.trace.user,
@@ -242,8 +242,8 @@ class Simulation:
     def _let_go(self, job: _Job, now: float) -> None:
         for placement in job.placements:
             self.free[self.index[placement.node]].update(placement.gpus)
-        self.held -= job.gpus
-        self.meter.add(job.trace.user, job.gpus, job.attempt_start, now)
+        self.held -= job.total_gpus
+        self.meter.add(job.trace.user, job.total_gpus, job.attempt_start, now)
         job.placements = ()
         job.running = None
 
@@ -287,7 +287,7 @@ class Simulation:
         queued = [job.queued for job in self.queue.values()]
         if self.config.policy == "fifo":
             return ClusterState(now=now, nodes=nodes, queued=queued, running=[j.running for j in holders])
-        usage = self.meter.read(now, ((j.trace.user, j.attempt_start, j.gpus) for j in holders))
+        usage = self.meter.read(now, ((j.trace.user, j.attempt_start, j.total_gpus) for j in holders))
         return ClusterState(now=now, nodes=nodes, queued=queued, running=[j.running for j in holders], usage=usage)
 
     def _pass(self, now: float) -> None:

@@ -171,7 +171,8 @@ async def main() -> None:
             print(json.dumps({"event": "count", "measured": len(stats.latencies_ms)}), flush=True)
     stats.measuring = False
     done.set()
-    await asyncio.wait(tasks, timeout=30)
+    if tasks:  # none with --watchers 0, and asyncio.wait refuses an empty set
+        await asyncio.wait(tasks, timeout=30)
     print(json.dumps({"event": "result", **stats.result()}), flush=True)
 
 

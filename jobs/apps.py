@@ -8,8 +8,8 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         # The deploy checks; the jobs' reconcile steps and ledger judge.
         from jobs import checks, reconcile  # noqa: F401
+        from jobs.receivers import on_allocations_ended
         from jobs.selectors import job_queue_waits
-        from jobs.signals import on_allocations_ended
         from labs.signals import allocations_ended
         from labs.usage.waits import queue_wait_register
 

@@ -82,26 +82,30 @@ class Placement:
 
 
 @dataclasses.dataclass(frozen=True)
-class Window:
+class ReservationWindow:
     starts_at: dt.datetime
     ends_at: dt.datetime
     reservation_id: int
 
 
-def reserved_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[tuple[Window, Reservation]]]:
+def reserved_windows(
+    starts_at: dt.datetime, ends_at: dt.datetime
+) -> dict[int, list[tuple[ReservationWindow, Reservation]]]:
     """Per node id, the holding reservation windows that overlap [starts_at, ends_at)."""
     rows = (
         ReservationNode.objects.filter(holds=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
         .select_related("reservation")
         .order_by("starts_at")
     )
-    windows: dict[int, list[tuple[Window, Reservation]]] = defaultdict(list)
+    windows: dict[int, list[tuple[ReservationWindow, Reservation]]] = defaultdict(list)
     for row in rows:
-        windows[row.node_id].append((Window(row.starts_at, row.ends_at, row.reservation_id), row.reservation))
+        windows[row.node_id].append(
+            (ReservationWindow(row.starts_at, row.ends_at, row.reservation_id), row.reservation)
+        )
     return windows
 
 
-def blocking_windows(user: User, starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[Window]]:
+def blocking_windows(user: User, starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[ReservationWindow]]:
     """Per node id, the reservation windows in [starts_at, ends_at) that `user` may not use.
 
     The job queue reads this to keep jobs off nodes whose reservations they would run into.

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from accounts.errors import BackendError
 from jobs.backends.base import JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name, job_name
-from jobs.backends.logs import Ask, Window, last_lines, read_cap, read_window
+from jobs.backends.logs import Ask, LogRead, last_lines, read_cap, read_window
 from jobs.backends.manifests import (
     LABEL_ATTEMPT,
     LABEL_JOB,
@@ -302,7 +302,7 @@ class KubernetesJobs:
             raise _error(exc, f"delete the checkpoint volume {name}") from exc
 
 
-def _log_page(window: Window, ask: Ask, *, read_capped: bool) -> LogPage:
+def _log_page(window: LogRead, ask: Ask, *, read_capped: bool) -> LogPage:
     """The page in what was read; `read_capped`: reading stopped at JOBS_LOG_MAX_BYTES, before the log's end."""
     size = window.read if window.ended else None
     if ask.offset is not None:

@@ -37,14 +37,15 @@ from pathlib import Path
 if __package__:
     from jobs.backends import sandbox
     from jobs.backends.disk import MAX_DEPTH, TooDeep, disk_usage, size_text
+    from jobs.backends.rank_log import RankLog
 else:  # run as a script: its own directory is on sys.path
     import sandbox
     from disk import MAX_DEPTH, TooDeep, disk_usage, size_text
+    from rank_log import RankLog
 
 POLL_S = 0.1
 # After the last rank ended, how long what its leftovers wrote is still read into the log.
 DRAIN_S = 2.0
-TRUNCATED = "[log truncated at {} bytes (JOBS_LOG_MAX_BYTES): the rest of this rank's output was dropped]\n"
 # Status probes take the run lock for an instant to see whether a runner holds it.
 LOCK_WAIT_S = 2.0
 DISK_CHECK_S = 5.0
@@ -152,54 +153,30 @@ def cannot_start(root: Path, spec: dict, started_at: float, why: str) -> dict:
     }
 
 
-class RankLog:
-    """A rank's output, from its pipe to DIR/rank-N.log, which stops growing at max_bytes with one line saying so."""
-
-    def __init__(self, path: Path, fd: int, max_bytes: int) -> None:
-        self.fd = fd
-        self.out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
-        self.room = max_bytes if max_bytes > 0 else None
-        self.max_bytes = max_bytes
-        self.ends_line = True
-        os.set_blocking(fd, False)
-
-    def pump(self) -> bool:
-        """Copy what the pipe holds; False once it is closed (the rank and its children are gone)."""
-        while True:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                self.close()
-                return False
-            self.write(chunk)
-
-    def write(self, chunk: bytes) -> None:
-        if self.room is None:
-            os.write(self.out, chunk)
-            return
-        if self.room <= 0:
-            return  # past the cap: read and dropped, so the job never blocks on a full pipe
-        kept = chunk[: self.room]
-        self.room -= len(chunk)
-        os.write(self.out, kept)
-        self.ends_line = kept.endswith(b"\n")
-        if self.room < 0:
-            newline = b"" if self.ends_line else b"\n"
-            os.write(self.out, newline + TRUNCATED.format(self.max_bytes).encode())
-
-    def close(self) -> None:
-        for fd in (self.fd, self.out):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.fd = self.out = -1
-
-
 def run(root: Path) -> dict:
     spec = json.loads((root / "spec.json").read_text())
     started_at = time.time()
+    prepared = enter_sandbox(root, spec, started_at)
+    if isinstance(prepared, dict):
+        return prepared
+    started = start_ranks(root, spec, prepared, started_at)
+    if isinstance(started, dict):
+        return started
+    procs, logs = started
+    reason, used = watch(root, spec, procs, logs, started_at)
+    # Leftovers of a rank (its children) go with it, and what they wrote last goes to the log.
+    for proc in procs:
+        signal_group(proc.pid, signal.SIGKILL)
+    drain_until = time.monotonic() + DRAIN_S
+    while any(log.fd >= 0 for log in logs) and time.monotonic() < drain_until:
+        pump(logs, POLL_S)
+    for log in logs:
+        log.close()
+    return outcome(spec, procs, reason, used, started_at)
+
+
+def enter_sandbox(root: Path, spec: dict, started_at: float) -> sandbox.Identity | dict:
+    """Check sandbox and program, enter the attempt's network namespace, name the ranks' user; or the exit."""
     box = spec.get("sandbox") or {}
     why = sandbox.missing()
     if why is not None:
@@ -213,7 +190,7 @@ def run(root: Path) -> dict:
     except OSError as exc:
         return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r} sandboxed: {exc.strerror}")
     try:
-        identity = sandbox.Identity(
+        return sandbox.Identity(
             uid=int(box.get("uid", sandbox.NOBODY)),
             gid=int(box.get("gid", sandbox.NOBODY)),
             name=box.get("user", "user"),
@@ -221,7 +198,13 @@ def run(root: Path) -> dict:
         )
     except ValueError as exc:
         return cannot_start(root, spec, started_at, f"cannot start {spec['argv'][0]!r}: {exc}")
-    writable = box.get("writable", [spec["cwd"]])
+
+
+def start_ranks(
+    root: Path, spec: dict, identity: sandbox.Identity, started_at: float
+) -> tuple[list[subprocess.Popen], list[RankLog]] | dict:
+    """One sandboxed process per rank, output piped to its log, pids in state.json; or the exit (cannot_start)."""
+    box = spec.get("sandbox") or {}
     procs: list[subprocess.Popen] = []
     logs: list[RankLog] = []
     for rank in spec["ranks"]:
@@ -233,7 +216,7 @@ def run(root: Path) -> dict:
                     env=rank["env"],
                     identity=identity,
                     cwd=spec["cwd"],
-                    writable=writable,
+                    writable=box.get("writable", [spec["cwd"]]),
                     readable=box.get("readable", []),
                     files=spec.get("files") or {},
                     hostname=root.name,
@@ -260,17 +243,39 @@ def run(root: Path) -> dict:
         for rank, proc in zip(spec["ranks"], procs, strict=True)
     ]
     write_json(root / "state.json", {"runner_pid": os.getpid(), "started_at": started_at, "ranks": ranks})
+    return procs, logs
 
-    deadline = started_at + float(spec["max_runtime_s"])
+
+def stop_reason(root: Path, codes: list, now: float, deadline: float, quota: int, used: int, grace: float):
+    """Why the ranks must stop now (None: they go on), and the grace period they get."""
+    requested = stop_requested(root)
+    if requested is not None:
+        return "cancelled", requested
+    if now >= deadline:
+        return "deadline_exceeded", grace
+    if any(code not in (None, 0) for code in codes):
+        return "failed", grace
+    if quota > 0 and (used > quota or used < 0):
+        return "disk_quota_exceeded", 0  # no grace: it would only write more
+    return None, grace
+
+
+def stop_ranks(procs: list, codes: list, *, kill: bool) -> None:
+    """SIGKILL, or SIGTERM (SIGKILL follows after the grace), to the group of every rank still running."""
+    for proc, code in zip(procs, codes, strict=True):
+        if code is None:
+            signal_group(proc.pid, signal.SIGKILL) if kill else terminate(proc.pid)
+
+
+def watch(root: Path, spec: dict, procs: list, logs: list[RankLog], started_at: float) -> tuple[str | None, int]:
+    """Pump the logs until every rank ended, stopping them all once `stop_reason` says so (SIGTERM, then SIGKILL
+    after the grace; over the disk quota at once). Why they were stopped (None: they ended), the disk use seen."""
+    box = spec.get("sandbox") or {}
+    writable, deadline = box.get("writable", [spec["cwd"]]), started_at + float(spec["max_runtime_s"])
     quota, every = int(box.get("disk_quota", 0)), float(box.get("disk_check_s", DISK_CHECK_S))
     next_check, used = started_at + every, 0
-    reason = None
-    kill_at = None
-    grace = float(spec["grace_s"])
-    while True:
-        codes = [proc.poll() for proc in procs]
-        if all(code is not None for code in codes):
-            break
+    reason, kill_at, grace = None, None, float(spec["grace_s"])
+    while None in (codes := [proc.poll() for proc in procs]):
         now = time.time()
         if reason is None and quota > 0 and now >= next_check:
             next_check = now + every
@@ -279,38 +284,20 @@ def run(root: Path) -> dict:
             except TooDeep:
                 used = -1  # not measurable: over its quota
         if reason is None:
-            requested = stop_requested(root)
-            if requested is not None:
-                reason, grace = "cancelled", requested
-            elif now >= deadline:
-                reason = "deadline_exceeded"
-            elif any(code not in (None, 0) for code in codes):
-                reason = "failed"
-            elif quota > 0 and (used > quota or used < 0):
-                reason, grace = "disk_quota_exceeded", 0
+            reason, grace = stop_reason(root, codes, now, deadline, quota, used, grace)
             if reason is not None:
-                for proc, code in zip(procs, codes, strict=True):
-                    if code is not None:
-                        continue
-                    if reason == "disk_quota_exceeded":
-                        signal_group(proc.pid, signal.SIGKILL)  # no grace: it would only write more
-                    else:
-                        terminate(proc.pid)
+                stop_ranks(procs, codes, kill=reason == "disk_quota_exceeded")
                 kill_at = now + grace
         elif kill_at is not None and now >= kill_at:
-            for proc, code in zip(procs, codes, strict=True):
-                if code is None:
-                    signal_group(proc.pid, signal.SIGKILL)
+            stop_ranks(procs, codes, kill=True)
             kill_at = None
         pump(logs, POLL_S)
-    # Leftovers of a rank (its children) go with it, and what they wrote last goes to the log.
-    for proc in procs:
-        signal_group(proc.pid, signal.SIGKILL)
-    drain_until = time.monotonic() + DRAIN_S
-    while any(log.fd >= 0 for log in logs) and time.monotonic() < drain_until:
-        pump(logs, POLL_S)
-    for log in logs:
-        log.close()
+    return reason, used
+
+
+def outcome(spec: dict, procs: list, reason: str | None, used: int, started_at: float) -> dict:
+    """The attempt's exit.json: its phase, reason, a message a person can read, and each rank's exit code."""
+    quota = int((spec.get("sandbox") or {}).get("disk_quota", 0))
     exit_codes = [code if code >= 0 else 128 - code for code in (proc.returncode for proc in procs)]
     if reason is None:
         reason = "completed" if all(code == 0 for code in exit_codes) else "failed"

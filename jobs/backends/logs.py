@@ -72,13 +72,13 @@ def last_lines(data: bytes, lines: int, *, more_before: bool) -> tuple[bytes, bo
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Window:
+class LogRead:
     data: bytes
     read: int  # bytes read from the stream
     ended: bool  # the stream ended before the reader stopped: `read` is the log's size
 
 
-def read_window(chunks: Iterable[bytes], *, keep: int, ceiling: int, skip: int = 0, last: bool = False) -> Window:
+def read_window(chunks: Iterable[bytes], *, keep: int, ceiling: int, skip: int = 0, last: bool = False) -> LogRead:
     """Read a stream of chunks no further than `ceiling` bytes, holding at most `keep` bytes (+ one chunk).
 
     Kept are the first `keep` bytes after `skip` (one more is read, to tell whether more follow), or with `last`
@@ -98,5 +98,5 @@ def read_window(chunks: Iterable[bytes], *, keep: int, ceiling: int, skip: int =
         if last and len(buffer) > keep:
             del buffer[: len(buffer) - keep]  # cheap: bytearray drops from the front without copying the rest
         if read >= stop_at:
-            return Window(bytes(buffer if last else buffer[: keep + 1]), read, ended=False)
-    return Window(bytes(buffer), read, ended=True)
+            return LogRead(bytes(buffer if last else buffer[: keep + 1]), read, ended=False)
+    return LogRead(bytes(buffer), read, ended=True)

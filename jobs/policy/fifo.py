@@ -27,6 +27,13 @@ def schedule_fifo(state: ClusterState) -> PassResult:
                 continue
             blocked = True
         waiting.append(
-            Waiting(job_id=job.id, position=position, code="waiting", gpus=job.gpus, nodes=job.nodes, priority=0.0)
+            Waiting(
+                job_id=job.id,
+                position=position,
+                code="waiting",
+                total_gpus=job.total_gpus,
+                nodes=job.nodes,
+                priority=0.0,
+            )
         )
     return PassResult(starts=starts, preemptions=[], waiting=waiting)

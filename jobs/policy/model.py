@@ -21,21 +21,19 @@ WEEK_S = 7 * DAY_S
 class Window:
     """A reservation's hold on a node from `starts_at` until `ends_at`.
 
-    Only jobs that name the reservation (and whose user or course it admits) run on the node
-    during the window; other jobs must end, by their max runtime, before it starts.
-    An empty `users` and `courses` admits anyone who names the reservation.
+    Only jobs that name the reservation (and whose user it admits) run on the node during the window; other jobs
+    must end, by their max runtime, before it starts. `users` are the people who may use the reservation (the
+    portal fills it from `labs.reservations.selectors.reservation_people`); an empty `users` admits anyone who
+    names the reservation.
     """
 
     starts_at: float
     ends_at: float
     reservation_id: ReservationId
     users: frozenset[str] = frozenset()
-    courses: frozenset[str] = frozenset()
 
-    def admits(self, user: str, course: str | None) -> bool:
-        if not self.users and not self.courses:
-            return True
-        return user in self.users or (course is not None and course in self.courses)
+    def admits(self, user: str) -> bool:
+        return not self.users or user in self.users
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,7 +61,6 @@ class QueuedJob:
     max_runtime_s: float
     submitted_at: float
     nodes: int = 1
-    course: str | None = None
     priority_class: str = "normal"
     reservation_id: ReservationId | None = None
     attempt: int = 1
@@ -73,7 +70,7 @@ class QueuedJob:
     expected_runtime_s: float | None = None
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
     @property
@@ -97,7 +94,6 @@ class RunningJob:
     submitted_at: float
     started_at: float
     placements: tuple[Placement, ...]
-    course: str | None = None
     priority_class: str = "normal"
     reservation_id: ReservationId | None = None
     attempt: int = 1
@@ -115,7 +111,7 @@ class RunningJob:
         return len(self.placements)
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return sum(len(p.gpus) for p in self.placements)
 
 

@@ -36,7 +36,7 @@ class Waiting:
     job_id: JobId
     position: int
     code: WaitCode
-    gpus: int
+    total_gpus: int
     priority: float
     nodes: int = 1
     estimated_start: float | None = None
@@ -69,7 +69,7 @@ def _ahead(waiting: Waiting) -> str:
 
 
 def _gpus(waiting: Waiting) -> str:
-    text = _plural(waiting.gpus, "GPU")
+    text = _plural(waiting.total_gpus, "GPU")
     return f"{text} on {waiting.nodes} nodes" if waiting.nodes > 1 else text
 
 
@@ -96,14 +96,14 @@ def waiting_sentence(waiting: Waiting, format_time: TimeFormatter) -> str:
     if code == "quota_jobs":
         return f"held: you have {_plural(waiting.used or 0, 'job')} running and your limit is {waiting.limit:g}"
     if code == "quota_gpus_per_job":
-        return f"held: it asks for {_plural(waiting.gpus, 'GPU')} and your limit is {waiting.limit:g} per job"
+        return f"held: it asks for {_plural(waiting.total_gpus, 'GPU')} and your limit is {waiting.limit:g} per job"
     if code == "quota_gpu_hours":
         return (
             f"held: at its max runtime it needs {waiting.used:.1f} GPU-hours and you have "
             f"{max(waiting.limit or 0.0, 0.0):.1f} left this week"
         )
     if code == "too_large":
-        per_node = _plural(waiting.gpus // waiting.nodes, "GPU")
+        per_node = _plural(waiting.total_gpus // waiting.nodes, "GPU")
         return f"held: it needs {_plural(waiting.nodes, 'node')} with {per_node} each, more than the lab has"
     if code == "reservation_over":
         return f"held: reservation {waiting.reservation_id} is over or does not exist"

@@ -84,8 +84,8 @@ class _Pass:
             self.running.append(job)
             self.jobs_running[job.user] = self.jobs_running.get(job.user, 0) + 1
             left = max(job.started_at + job.max_runtime_s - self.now, 0.0)
-            self.committed_h[job.user] = self.committed_h.get(job.user, 0.0) + job.gpus * left / 3600.0
-            self.held[job.user] = self.held.get(job.user, 0) + job.gpus
+            self.committed_h[job.user] = self.committed_h.get(job.user, 0.0) + job.total_gpus * left / 3600.0
+            self.held[job.user] = self.held.get(job.user, 0) + job.total_gpus
         self.stopped: set[JobId] = set()
         self._fit_counts: dict[int, int] = {}
         self.running_priority = {job.id: self.priority.of(job) for job in self.running}
@@ -97,13 +97,13 @@ class _Pass:
     def hold(self, job: QueuedJob, quota: Quota | None) -> _Hold | None:
         """Why the job may not start whatever the GPUs do (a quota, its size, its reservation), or None."""
         if quota is not None:
-            if quota.max_gpus_per_job is not None and job.gpus > quota.max_gpus_per_job:
+            if quota.max_gpus_per_job is not None and job.total_gpus > quota.max_gpus_per_job:
                 return "quota_gpus_per_job", quota.max_gpus_per_job, None, None
             running = self.jobs_running.get(job.user, 0)
             if quota.max_jobs is not None and running >= quota.max_jobs:
                 return "quota_jobs", quota.max_jobs, running, None
             if quota.gpu_hours_left is not None:
-                need = job.gpus * job.max_runtime_s / 3600.0
+                need = job.total_gpus * job.max_runtime_s / 3600.0
                 left = quota.gpu_hours_left - self.committed_h.get(job.user, 0.0)
                 if need > left + 1e-9:
                     return "quota_gpu_hours", left, need, None
@@ -112,7 +112,7 @@ class _Pass:
             window = nodes[0].own_window(job.reservation_id) if nodes else None
             if window is None:
                 return "reservation_over", None, None, None
-            if not window.admits(job.user, job.course):
+            if not window.admits(job.user):
                 return "reservation_not_allowed", None, None, None
             if max(window.starts_at, self.now) + job.max_runtime_s > window.ends_at:
                 return "reservation_too_short", None, None, window.ends_at
@@ -131,8 +131,8 @@ class _Pass:
 
     def _book(self, job: QueuedJob) -> None:
         self.jobs_running[job.user] = self.jobs_running.get(job.user, 0) + 1
-        self.committed_h[job.user] = self.committed_h.get(job.user, 0.0) + job.gpus * job.max_runtime_s / 3600.0
-        self.held[job.user] = self.held.get(job.user, 0) + job.gpus
+        self.committed_h[job.user] = self.committed_h.get(job.user, 0.0) + job.total_gpus * job.max_runtime_s / 3600.0
+        self.held[job.user] = self.held.get(job.user, 0) + job.total_gpus
 
     # --- Preemption ----------------------------------------------------------------------
 
@@ -187,10 +187,13 @@ class _Pass:
         claim = None
         for _, _, _, victim, rule in candidates:
             if rule[0] == "fair_share":
-                after = held.get(victim.user, 0) - victim.gpus
-                if held.get(victim.user, 0) <= self.fair_gpus(victim.user) or held.get(job.user, 0) + job.gpus > after:
+                after = held.get(victim.user, 0) - victim.total_gpus
+                if (
+                    held.get(victim.user, 0) <= self.fair_gpus(victim.user)
+                    or held.get(job.user, 0) + job.total_gpus > after
+                ):
                     continue
-            held[victim.user] = held.get(victim.user, 0) - victim.gpus
+            held[victim.user] = held.get(victim.user, 0) - victim.total_gpus
             for node, gpu in self.lab.holdings.get(victim.id, ()):
                 extra.setdefault(node, []).append(gpu)
             added.append((victim, rule))
@@ -214,7 +217,7 @@ class _Pass:
         claimed = {(node.index, gpu) for node, gpu, _, _ in claim.items}
         for victim, rule in victims:
             self.stopped.add(victim.id)
-            self.held[victim.user] = self.held.get(victim.user, 0) - victim.gpus
+            self.held[victim.user] = self.held.get(victim.user, 0) - victim.total_gpus
             self.jobs_running[victim.user] = self.jobs_running.get(victim.user, 0) - 1
             self.preemptions.append(
                 Preemption(
@@ -287,9 +290,9 @@ class _Pass:
         for n, (slot, job, priority) in enumerate(unclaimed):
             # GPUs that running work is expected to free within a grace period serve the jobs in queue order
             # without stopping anyone (a preemption would keep the job waiting that long anyway).
-            soon = frees[taken : taken + job.gpus] if job.reservation_id is None else []
+            soon = frees[taken : taken + job.total_gpus] if job.reservation_id is None else []
             taken += len(soon)
-            if len(soon) == job.gpus and soon[-1] <= now + config.preempt_grace_s:
+            if len(soon) == job.total_gpus and soon[-1] <= now + config.preempt_grace_s:
                 still.append((slot, job, priority))
                 continue
             found = self.preempt_for(job, priority) if n < depth else None
@@ -316,7 +319,8 @@ class _Pass:
         spread = config.eta_spread
         waiting = [
             Waiting(
-                job.id, number, code, job.gpus, priority, job.nodes, estimate, limit, used, at, job.reservation_id, n,
+                job.id, number, code, job.total_gpus, priority, job.nodes, estimate, limit, used, at,
+                job.reservation_id, n,
                 *((now + (estimate - now) * (1 - spread), now + (estimate - now) * (1 + spread))
                   if code == "waiting" and estimate is not None else (None, None)),
             )

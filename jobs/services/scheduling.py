@@ -118,53 +118,60 @@ def queued_from(job: Job, expected_runtime_s: float | None = None) -> QueuedJob:
     )
 
 
-def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapshot:
-    """Everything one pass looks at, read from the database now."""
-    config = policy_config()
-    queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
-    placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
-    # Run-time predictions order the queue and plan the estimated starts; the limit still stops a job.
-    expected = {
-        pk: p.expected_s
-        for pk, p in runtime_predictions([*queued.values(), *placed.values()], now=now).items()
-        if p.confidence != "none"
-    }
-
-    held_by_jobs: set[tuple[str, int]] = set()
-    running = []
-    for job in placed.values():
-        placements = tuple(
+def running_from(job: Job, now: dt.datetime, expected_runtime_s: float | None = None) -> RunningJob:
+    """A placed job as the policy sees it: where it runs, since when, how long it is expected to run (a prediction
+    from history, or None), and whether it may give way."""
+    return RunningJob(
+        id=job.pk,
+        user=user_key(job.owner_id),
+        gpus_per_node=job.gpus_per_node,
+        max_runtime_s=float(job.max_runtime_s),
+        submitted_at=job.submitted_at.timestamp(),
+        started_at=(job.started_at or now).timestamp(),
+        placements=tuple(
             Placement(node=name, gpus=tuple(indices))
             for name, indices in zip(job.node_names, job.gpu_indices, strict=False)
-        )
-        held_by_jobs.update((p.node, g) for p in placements for g in p.gpus)
-        running.append(
-            RunningJob(
-                id=job.pk,
-                user=user_key(job.owner_id),
-                gpus_per_node=job.gpus_per_node,
-                max_runtime_s=float(job.max_runtime_s),
-                submitted_at=job.submitted_at.timestamp(),
-                started_at=(job.started_at or now).timestamp(),
-                placements=placements,
-                priority_class=job.priority,
-                reservation_id=job.reservation_id,
-                attempt=job.attempt,
-                preemptible=job.preemptible,
-                stopping_until=_ts(job.stopping_until),
-                backfill=job.started_as_backfill,
-                expected_runtime_s=expected.get(job.pk),
-            )
-        )
+        ),
+        priority_class=job.priority,
+        reservation_id=job.reservation_id,
+        attempt=job.attempt,
+        preemptible=job.preemptible,
+        stopping_until=_ts(job.stopping_until),
+        backfill=job.started_as_backfill,
+        expected_runtime_s=expected_runtime_s,
+    )
 
+
+def _reservation_windows(now: dt.datetime) -> dict[int, tuple[Window, ...]]:
+    """Per node id, the reservation windows a job started now could run into, each with the people it admits."""
     horizon = now + dt.timedelta(seconds=settings.JOBS_MAX_RUNTIME_S + 3600)
     windows_by_node = reserved_windows(now, horizon)
     people = _reservation_users({r.pk: r for ws in windows_by_node.values() for _, r in ws}.values(), now)
+    return {
+        node_id: tuple(
+            Window(
+                starts_at=window.starts_at.timestamp(),
+                ends_at=window.ends_at.timestamp(),
+                reservation_id=reservation.pk,
+                users=people.get(reservation.pk, frozenset()),
+            )
+            for window, reservation in windows
+        )
+        for node_id, windows in windows_by_node.items()
+    }
+
+
+def _policy_nodes(
+    now: dt.datetime, held_by_jobs: set[tuple[str, int]]
+) -> tuple[list[PolicyNode], dict[tuple[str, int], int]]:
+    """The nodes that are not down, with the GPUs free now (held by no job, notebook or other work) and their
+    reservation windows; and each (node name, GPU index)'s Gpu id, to write the ledger."""
     held_gpus = set(
         Allocation.objects.filter(ends_at__isnull=True)
         .exclude(kind=AllocationKind.RESERVATION)
         .values_list("gpu_id", flat=True)
     )
+    windows = _reservation_windows(now)
     gpus_by_node: dict[int, list[Gpu]] = defaultdict(list)
     gpu_ids: dict[tuple[str, int], int] = {}
     nodes = list(Node.objects.exclude(status=NodeStatus.DOWN).order_by("name"))
@@ -173,36 +180,42 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
     policy_nodes = []
     for node in nodes:
         gpus = gpus_by_node.get(node.pk, [])
-        for gpu in gpus:
-            gpu_ids[(node.name, gpu.index)] = gpu.pk
+        gpu_ids.update({(node.name, gpu.index): gpu.pk for gpu in gpus})
         ready = node.status == NodeStatus.READY
         free = tuple(
             gpu.index
             for gpu in gpus
             if ready and gpu.pk not in held_gpus and (node.name, gpu.index) not in held_by_jobs
         )
-        windows = tuple(
-            Window(
-                starts_at=window.starts_at.timestamp(),
-                ends_at=window.ends_at.timestamp(),
-                reservation_id=reservation.pk,
-                users=people.get(reservation.pk, frozenset()),
-            )
-            for window, reservation in windows_by_node.get(node.pk, [])
-        )
         policy_nodes.append(
-            PolicyNode(name=node.name, gpus=len(gpus), free_gpus=free, schedulable=ready, windows=windows)
+            PolicyNode(
+                name=node.name, gpus=len(gpus), free_gpus=free, schedulable=ready, windows=windows.get(node.pk, ())
+            )
         )
+    return policy_nodes, gpu_ids
 
+
+def _expected_runtimes(jobs: list[Job], now: dt.datetime) -> dict[int, float]:
+    """Run-time predictions that order the queue and plan the estimated starts; the limit still stops a job."""
+    return {pk: p.expected_s for pk, p in runtime_predictions(jobs, now=now).items() if p.confidence != "none"}
+
+
+def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapshot:
+    """Everything one pass looks at, read from the database now."""
+    queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
+    placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
+    expected = _expected_runtimes([*queued.values(), *placed.values()], now)
+    running = [running_from(job, now, expected.get(job.pk)) for job in placed.values()]
+    held_by_jobs = {(p.node, g) for job in running for p in job.placements for g in p.gpus}
+    policy_nodes, gpu_ids = _policy_nodes(now, held_by_jobs)
     extra = [q for q in extra if q.id not in queued]
-    queued_jobs = [queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra
     users = {job.owner_id for job in queued.values()} | {int(q.user) for q in extra}
     state = ClusterState(
         now=now.timestamp(),
         nodes=policy_nodes,
-        queued=queued_jobs,
+        queued=[queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra,
         running=running,
-        usage=_usage(now, config.half_life_s),
+        usage=_usage(now, policy_config().half_life_s),
         quotas=_quotas(users, now),
     )
     return LabSnapshot(state=state, queued=queued, placed=placed, gpu_ids=gpu_ids)

@@ -34,12 +34,12 @@ from labs.ledger import week_gpu_hours
 
 def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: bool = True) -> None:
     limits = effective_quota(user)
-    if request.gpus > limits.max_gpus_per_job:
+    if request.total_gpus > limits.max_gpus_per_job:
         raise QuotaExceeded(
             f"You may use at most {limits.max_gpus_per_job} GPU{'s' if limits.max_gpus_per_job != 1 else ''}"
-            f" per job; this one asks for {request.gpus}.",
+            f" per job; this one asks for {request.total_gpus}.",
             limit="max_gpus_per_job",
-            used=request.gpus,
+            used=request.total_gpus,
             allowed=limits.max_gpus_per_job,
         )
     active = Job.objects.filter(owner=user, state__in=ACTIVE_STATES).count()
@@ -52,7 +52,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
             allowed=limits.max_jobs,
         )
     used = week_gpu_hours(user, now=now)
-    need = Decimal(request.gpus * request.max_runtime_s) / Decimal(3600)
+    need = Decimal(request.total_gpus * request.max_runtime_s) / Decimal(3600)
     if used + need > limits.gpu_hours_week:
         left = max(limits.gpu_hours_week - used, Decimal(0))
         raise QuotaExceeded(

@@ -64,7 +64,7 @@ class JobRequest:
     datasets: tuple[str, ...]
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
 
@@ -245,6 +245,67 @@ def _check_storage(user: User, tier: str, size: Any, errors: dict[str, str]) -> 
     return ""
 
 
+def _check_name(name: Any, errors: dict[str, str]) -> str:
+    name = name.strip() if isinstance(name, str) else ""
+    if not name:
+        errors["name"] = "Give the job a name."
+    elif len(name) > 120:
+        errors["name"] = "At most 120 characters."
+    return name
+
+
+def _check_runtime(max_runtime_s: Any, errors: dict[str, str]) -> int:
+    """The max runtime, in seconds, within JOBS_MIN_RUNTIME_S..JOBS_MAX_RUNTIME_S (0 when it is not)."""
+    runtime = _int(max_runtime_s)
+    low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
+    if runtime is None or not low <= runtime <= high:
+        errors["max_runtime_s"] = f"Between {low} and {high} seconds ({_duration(low)} to {_duration(high)})."
+        return 0
+    return runtime
+
+
+def _check_priority(priority: Any, user: User, errors: dict[str, str]) -> Any:
+    """A priority class; high is for teachers and admins."""
+    priority = priority or PriorityClass.NORMAL
+    if priority not in PriorityClass.values:
+        errors["priority"] = f"One of {', '.join(PriorityClass.values)}."
+    elif priority == PriorityClass.HIGH and not (user.is_teacher or user.is_lab_admin):
+        errors["priority"] = "High priority is for teachers and admins; choose normal or low."
+    return priority
+
+
+def _check_datasets(datasets: Any, errors: dict[str, str]) -> tuple[str, ...]:
+    """The names of enabled datasets, each once, at most MAX_DATASETS."""
+    if datasets in (None, ""):
+        return ()
+    if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
+        errors["datasets"] = "A list of dataset names."
+        return ()
+    if len(datasets) > MAX_DATASETS:
+        errors["datasets"] = f"At most {MAX_DATASETS} datasets."
+        return ()
+    names = tuple(dict.fromkeys(datasets))
+    known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
+    unknown = [d for d in names if d not in known]
+    if unknown:
+        errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
+    return names
+
+
+def _check_course(course: Any, user: User, chosen: Reservation | None, errors: dict[str, str]) -> Course | None:
+    """The course the job counts for: one of the person's in term (an admin may name any), else the reservation's."""
+    if course in (None, ""):
+        return chosen.course if chosen is not None and chosen.course_id else None
+    course_row = courses_active_for(user).filter(code=course).first() if isinstance(course, str) else None
+    if course_row is None and not user.is_lab_admin:
+        errors["course"] = "Not a course of yours that is in term."
+    elif course_row is None:
+        course_row = Course.objects.filter(code=course).first() if isinstance(course, str) else None
+        if course_row is None:
+            errors["course"] = "No such course."
+    return course_row
+
+
 def validate_request(
     *,
     user: User,
@@ -268,11 +329,7 @@ def validate_request(
     """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
     now = now or timezone.now()
     errors: dict[str, str] = {}
-    name = name.strip() if isinstance(name, str) else ""
-    if not name:
-        errors["name"] = "Give the job a name."
-    elif len(name) > 120:
-        errors["name"] = "At most 120 characters."
+    name = _check_name(name, errors)
     image = image.strip() if isinstance(image, str) else ""
     if image_why := image_problem(image):
         errors["image"] = image_why
@@ -281,46 +338,11 @@ def validate_request(
     gpus_n, nodes_n = _check_sizes(gpus, nodes, errors)
     share = _check_share(gpu_share, gpus_n, nodes_n, errors)
     tiers = {tier: _check_storage(user, tier, size, errors) for tier, size in (("scratch", scratch), ("bulk", bulk))}
-
-    runtime = _int(max_runtime_s)
-    low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
-    if runtime is None or not low <= runtime <= high:
-        errors["max_runtime_s"] = f"Between {low} and {high} seconds ({_duration(low)} to {_duration(high)})."
-        runtime = 0
-
-    priority = priority or PriorityClass.NORMAL
-    if priority not in PriorityClass.values:
-        errors["priority"] = f"One of {', '.join(PriorityClass.values)}."
-    elif priority == PriorityClass.HIGH and not (user.is_teacher or user.is_lab_admin):
-        errors["priority"] = "High priority is for teachers and admins; choose normal or low."
-
+    runtime = _check_runtime(max_runtime_s, errors)
+    priority = _check_priority(priority, user, errors)
     chosen = _check_reservation(reservation, user, runtime, now, errors)
-
-    names: tuple[str, ...] = ()
-    if datasets not in (None, ""):
-        if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
-            errors["datasets"] = "A list of dataset names."
-        elif len(datasets) > MAX_DATASETS:
-            errors["datasets"] = f"At most {MAX_DATASETS} datasets."
-        else:
-            names = tuple(dict.fromkeys(datasets))
-            known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
-            unknown = [d for d in names if d not in known]
-            if unknown:
-                errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
-
-    course_row = None
-    if course not in (None, ""):
-        course_row = courses_active_for(user).filter(code=course).first() if isinstance(course, str) else None
-        if course_row is None and not user.is_lab_admin:
-            errors["course"] = "Not a course of yours that is in term."
-        elif course_row is None:
-            course_row = Course.objects.filter(code=course).first() if isinstance(course, str) else None
-            if course_row is None:
-                errors["course"] = "No such course."
-    elif chosen is not None and chosen.course_id:
-        course_row = chosen.course
-
+    names = _check_datasets(datasets, errors)
+    course_row = _check_course(course, user, chosen, errors)
     if errors:
         listed = ", ".join(sorted(errors))
         raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)

@@ -107,9 +107,18 @@ def reservations_tick(*, now: dt.datetime | None = None) -> TickReport:
     """Move reservations along their life; safe to run twice, and to run late."""
     now = now or timezone.now()
     report = TickReport()
-    lead = dt.timedelta(minutes=settings.RESERVATION_WARN_LEAD_MIN)
-    no_show = dt.timedelta(minutes=settings.RESERVATION_NO_SHOW_MIN)
+    report.expired = _lapse_unapproved(now)
+    report.warned = _warn_upcoming(now)
+    report.started, report.evicted = _start_due(now)
+    report.ended = _end_due(now)
+    if settings.RESERVATION_NO_SHOW_MIN > 0:
+        report.released = _release_no_shows(now)
+    return report
 
+
+def _lapse_unapproved(now: dt.datetime) -> int:
+    """A booking no admin approved before it began lapses: its nodes go back, its owner is told."""
+    lapsed = 0
     for reservation in Reservation.objects.filter(status=ReservationStatus.PENDING, starts_at__lte=now):
         with transaction.atomic():
             release_rows(reservation, end_at=None)
@@ -122,51 +131,71 @@ def reservations_tick(*, now: dt.datetime | None = None) -> TickReport:
                 text=f"Your reservation “{reservation.title}” was not approved in time and has lapsed.",
                 ref=f"reservation:{reservation.pk}:lapsed",
             )
-        report.expired += 1
+        lapsed += 1
+    return lapsed
 
+
+def _warn_upcoming(now: dt.datetime) -> int:
+    """RESERVATION_WARN_LEAD_MIN before a window, the people whose work is on its nodes are warned once."""
+    lead = dt.timedelta(minutes=settings.RESERVATION_WARN_LEAD_MIN)
     upcoming = Reservation.objects.filter(
         status=ReservationStatus.APPROVED, warned_at__isnull=True, starts_at__gt=now, starts_at__lte=now + lead
     )
+    told = 0
     for reservation in upcoming:
         with transaction.atomic():
-            report.warned += _warn(reservation, now)
+            told += _warn(reservation, now)
+    return told
 
+
+def _start_due(now: dt.datetime) -> tuple[int, int]:
+    """Windows that began: each reservation enters the ledger and others' work on its nodes ends. (started, evicted)"""
+    started = evicted = 0
     for reservation in Reservation.objects.filter(
         status=ReservationStatus.APPROVED, starts_at__lte=now, ends_at__gt=now
     ):
         with transaction.atomic():
-            report.evicted += _activate(reservation, now)
-        report.started += 1
+            evicted += _activate(reservation, now)
+        started += 1
+    return started, evicted
 
+
+def _end_due(now: dt.datetime) -> int:
+    """Windows that are over: the reservation leaves the ledger at its end."""
+    ended = 0
     for reservation in Reservation.objects.filter(
         status__in=[ReservationStatus.APPROVED, ReservationStatus.ACTIVE], ends_at__lte=now
     ):
         with transaction.atomic():
             close_allocations(reservation, at=reservation.ends_at)
             Reservation.objects.filter(pk=reservation.pk).update(status=ReservationStatus.ENDED)
-        report.ended += 1
+        ended += 1
+    return ended
 
-    if settings.RESERVATION_NO_SHOW_MIN > 0:
-        idle = Reservation.objects.filter(
-            status=ReservationStatus.ACTIVE, starts_at__lte=now - no_show, ends_at__gt=now
-        ).select_related("owner")
-        for reservation in idle:
-            if _was_used(reservation, now):
-                continue
-            with transaction.atomic():
-                release_rows(reservation, end_at=now)
-                reservation.status = ReservationStatus.ENDED
-                reservation.status_reason = (
-                    f"Released at {when(now)}: nobody used the nodes in the first"
-                    f" {settings.RESERVATION_NO_SHOW_MIN} minutes."
-                )
-                reservation.save(update_fields=["status", "status_reason", "ends_at"])
-                notice_send(
-                    user=reservation.owner,
-                    level="warning",
-                    text=f"Your reservation “{reservation.title}” was released: nobody used its nodes in the first"
-                    f" {settings.RESERVATION_NO_SHOW_MIN} minutes, so they went back to the shared pool.",
-                    ref=f"reservation:{reservation.pk}:released",
-                )
-            report.released += 1
-    return report
+
+def _release_no_shows(now: dt.datetime) -> int:
+    """A reservation nobody it is for used in its first RESERVATION_NO_SHOW_MIN minutes goes back to the pool."""
+    minutes = settings.RESERVATION_NO_SHOW_MIN
+    idle = Reservation.objects.filter(
+        status=ReservationStatus.ACTIVE, starts_at__lte=now - dt.timedelta(minutes=minutes), ends_at__gt=now
+    ).select_related("owner")
+    released = 0
+    for reservation in idle:
+        if _was_used(reservation, now):
+            continue
+        with transaction.atomic():
+            release_rows(reservation, end_at=now)
+            reservation.status = ReservationStatus.ENDED
+            reservation.status_reason = (
+                f"Released at {when(now)}: nobody used the nodes in the first {minutes} minutes."
+            )
+            reservation.save(update_fields=["status", "status_reason", "ends_at"])
+            notice_send(
+                user=reservation.owner,
+                level="warning",
+                text=f"Your reservation “{reservation.title}” was released: nobody used its nodes in the first"
+                f" {minutes} minutes, so they went back to the shared pool.",
+                ref=f"reservation:{reservation.pk}:released",
+            )
+        released += 1
+    return released

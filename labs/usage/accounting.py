@@ -35,7 +35,7 @@ NO_COURSE = "(no course)"
 
 
 @dataclasses.dataclass(frozen=True)
-class Window:
+class Period:
     """[start, end) asked for, and `now`: open entries count up to it, nothing counts after it."""
 
     start: dt.datetime
@@ -98,7 +98,7 @@ def _no_jit() -> Iterator[None]:
         yield
 
 
-def _overlaps(window: Window) -> tuple[Q, Q]:
+def _overlaps(window: Period) -> tuple[Q, Q]:
     """The two ways an entry overlaps [start, until): begun before it and not ended by its start (the ends_at index;
     open entries are few), and begun inside it (a range of the (starts_at, id) index)."""
     from_before = Q(starts_at__lt=window.start) & (Q(ends_at__gt=window.start) | Q(ends_at__isnull=True))
@@ -106,30 +106,30 @@ def _overlaps(window: Window) -> tuple[Q, Q]:
     return from_before, begun_inside
 
 
-def in_window(allocations: QuerySet[Allocation], window: Window) -> QuerySet[Allocation]:
+def in_window(allocations: QuerySet[Allocation], window: Period) -> QuerySet[Allocation]:
     """The entries that overlap [start, until)."""
     from_before, begun_inside = _overlaps(window)
     return allocations.filter(begun_inside | from_before)
 
 
-def _clipped(window: Window) -> tuple[Greatest, Least]:
+def _clipped(window: Period) -> tuple[Greatest, Least]:
     start = Greatest(F("starts_at"), Value(window.start))
     end = Least(Coalesce(F("ends_at"), Value(window.until)), Value(window.until))
     return start, end
 
 
-def _weighted(window: Window) -> Func:
+def _weighted(window: Period) -> Func:
     start, end = _clipped(window)
     return Sum(Cast("share", FloatField()) * HeldSeconds(end, start), output_field=FloatField())
 
 
-def total_seconds(allocations: QuerySet[Allocation], window: Window) -> float:
+def total_seconds(allocations: QuerySet[Allocation], window: Period) -> float:
     """GPU-seconds of these entries within the window: the ledger's `gpu_seconds` over [start, until)."""
     with _no_jit():
         return float(gpu_seconds(allocations, start=window.start, end=window.until))
 
 
-def by_key(allocations: QuerySet[Allocation], window: Window, group_by: str) -> list[UsageRow]:
+def by_key(allocations: QuerySet[Allocation], window: Period, group_by: str) -> list[UsageRow]:
     """GPU-seconds per user, course, node or kind, most first."""
     if window.until <= window.start:
         return []
@@ -183,7 +183,7 @@ def next_bucket(day: dt.date, unit: str) -> dt.date:
     return min(start for year in (day.year, day.year + 1) for start in _term_starts(year) if start > day)
 
 
-def bucket_edges(window: Window, unit: str) -> list[dt.datetime]:
+def bucket_edges(window: Period, unit: str) -> list[dt.datetime]:
     """The window's start, every bucket edge inside it, and its end (`until`): n+1 edges for n buckets."""
     edges = [window.start]
     day = next_bucket(bucket_start(window.start, unit), unit)
@@ -194,7 +194,7 @@ def bucket_edges(window: Window, unit: str) -> list[dt.datetime]:
     return edges
 
 
-def by_time(allocations: QuerySet[Allocation], window: Window, unit: str) -> list[UsageRow]:
+def by_time(allocations: QuerySet[Allocation], window: Period, unit: str) -> list[UsageRow]:
     """GPU-seconds per bucket, in time order, every bucket of the window present (zero when nothing was held)."""
     if window.until <= window.start:
         return []
@@ -214,7 +214,7 @@ def by_time(allocations: QuerySet[Allocation], window: Window, unit: str) -> lis
     ]
 
 
-def buckets_sql(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> tuple[str, list]:
+def buckets_sql(allocations: QuerySet[Allocation], window: Period, edges: list[dt.datetime]) -> tuple[str, list]:
     """PostgreSQL: GPU-seconds per bucket number (1..n), each entry cut at the edges it crosses."""
     start, end = _clipped(window)
     clipped = (
@@ -240,14 +240,14 @@ def buckets_sql(allocations: QuerySet[Allocation], window: Window, edges: list[d
     return sql, [*params, edges, edges, edges, edges]
 
 
-def _buckets_in_sql(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> dict[int, float]:
+def _buckets_in_sql(allocations: QuerySet[Allocation], window: Period, edges: list[dt.datetime]) -> dict[int, float]:
     sql, params = buckets_sql(allocations, window, edges)
     with _no_jit(), connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {int(k): float(held or 0) for k, held in cursor.fetchall()}
 
 
-def _buckets_here(allocations: QuerySet[Allocation], window: Window, edges: list[dt.datetime]) -> dict[int, float]:
+def _buckets_here(allocations: QuerySet[Allocation], window: Period, edges: list[dt.datetime]) -> dict[int, float]:
     held: dict[int, float] = {}
     rows = in_window(allocations, window).order_by().values_list("starts_at", "ends_at", "share")
     for starts_at, ends_at, share in rows.iterator(chunk_size=5000):
@@ -261,7 +261,7 @@ def _buckets_here(allocations: QuerySet[Allocation], window: Window, edges: list
     return held
 
 
-def usage(allocations: QuerySet[Allocation], window: Window, group_by: str) -> list[UsageRow]:
+def usage(allocations: QuerySet[Allocation], window: Period, group_by: str) -> list[UsageRow]:
     """The report: one row per key or per time bucket."""
     if group_by in KEY_GROUPS:
         return by_key(allocations, window, group_by)
@@ -293,11 +293,11 @@ def _copy_columns() -> list:
     return [safe_text(column) if column in ENTRY_TEXT_COLUMNS else column for column in ENTRY_COLUMNS]
 
 
-def _phases(allocations: QuerySet[Allocation], window: Window) -> list[QuerySet[Allocation]]:
+def _phases(allocations: QuerySet[Allocation], window: Period) -> list[QuerySet[Allocation]]:
     return [allocations.filter(overlap) for overlap in _overlaps(window)]
 
 
-def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[bytes]:
+def entries_copy(allocations: QuerySet[Allocation], window: Period) -> Iterator[bytes]:
     """PostgreSQL: the same rows as `entries`, as CSV written by the server (COPY ... TO STDOUT), in the chunks it
     sends: several times faster than building rows here, memory still constant (nothing is held but a chunk). Text
     that starts like a spreadsheet formula gets a `'` in front in the SQL itself (accounts.csvsafe.safe_text)."""
@@ -313,7 +313,7 @@ def entries_copy(allocations: QuerySet[Allocation], window: Window) -> Iterator[
                 yield bytes(chunk)
 
 
-def entries(allocations: QuerySet[Allocation], window: Window, *, page: int = 10_000) -> Iterator[list[tuple]]:
+def entries(allocations: QuerySet[Allocation], window: Period, *, page: int = 10_000) -> Iterator[list[tuple]]:
     """The window's entries in pages, ordered by (starts_at, id): first those begun before the window and still held
     at its start (few), then those begun inside it, each page one range of the (starts_at, id) index (keyset): memory
     stays constant however many there are, and no transaction is held open between pages."""

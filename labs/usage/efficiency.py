@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from labs.ledger import Ref
 from labs.models import Allocation, AllocationKind, GpuMinute, HolderEfficiency
-from labs.usage.accounting import Window, total_seconds
+from labs.usage.accounting import Period, total_seconds
 
 log = logging.getLogger("labs.usage")
 MINUTE = dt.timedelta(minutes=1)
@@ -52,7 +52,7 @@ def efficiency_compute(*, ref: Ref, now: dt.datetime | None = None) -> HolderEff
     ended = None if open_ else max(entry.ends_at for entry in entries)
     until = ended or now
     seconds = total_seconds(
-        Allocation.objects.filter(kind=ref.kind, ref=ref.key), Window(start=started, end=until, now=now)
+        Allocation.objects.filter(kind=ref.kind, ref=ref.key), Period(start=started, end=until, now=now)
     )
     threshold = settings.USAGE_IDLE_UTIL_PCT
     util_weighted = util_weight = energy_j = idle_s = 0.0

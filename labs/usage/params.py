@@ -16,7 +16,7 @@ from accounts.dates import OUT_OF_RANGE, date_in_range
 from accounts.errors import InvalidInput
 from accounts.models import User
 from labs.models import AllocationKind
-from labs.usage.accounting import GROUPS, Window, local_midnight
+from labs.usage.accounting import GROUPS, Period, local_midnight
 from labs.usage.selectors import USE_KINDS, Scope, scope_for
 
 MAX_SPAN = dt.timedelta(days=2 * 366)
@@ -29,7 +29,7 @@ MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d
 @dataclasses.dataclass(frozen=True)
 class UsageQuery:
     scope: Scope
-    window: Window
+    window: Period
     group_by: str
     kinds: tuple[str, ...]
 
@@ -65,7 +65,7 @@ def default_start(now: dt.datetime) -> dt.datetime:
     return local_midnight(today - dt.timedelta(days=today.weekday() + 7 * 7))
 
 
-def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Window:
+def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Period:
     raw_from, raw_to = params.get("from"), params.get("to")
     start = parse_moment(raw_from, field="from") if raw_from is not None else default_start(now)
     end = parse_moment(raw_to, field="to", end_of_day=True) if raw_to is not None else now
@@ -74,7 +74,7 @@ def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Window:
     if end - start > MAX_SPAN:
         why = "Ask for at most two years at a time."
         raise InvalidInput(f"to: {why}", fields={"to": why})
-    return Window(start=start, end=end, now=now)
+    return Period(start=start, end=end, now=now)
 
 
 def read_kinds(raw: str | None) -> tuple[str, ...]:
@@ -105,7 +105,7 @@ def read_query(
 
 def read_scope_and_window(
     params: Mapping[str, str], *, viewer: User, now: dt.datetime | None = None
-) -> tuple[Scope, Window]:
+) -> tuple[Scope, Period]:
     """Whose usage and when, for a request that neither groups nor filters by kind (the efficiency rows)."""
     window = read_window(params, now=now or timezone.now())
     scope = scope_for(

@@ -16,7 +16,7 @@ from accounts.models import Course
 from accounts.selectors import effective_quota, students_of
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
-from labs.usage.accounting import NO_COURSE, Window
+from labs.usage.accounting import NO_COURSE, Period
 from labs.usage.efficiency import p95
 from labs.usage.selectors import Scope, efficiency_in_scope, reservations_use, usage_report
 from labs.usage.waits import queue_wait_kinds, queue_waits_between
@@ -95,7 +95,7 @@ def holder_label(ref: str, kind: str, username: str) -> str:
     return str(_("%(kind)s %(number)s of %(user)s")) % {"kind": kind, "number": number, "user": username}
 
 
-def sessions_table(scope: Scope, window: Window) -> Table:
+def sessions_table(scope: Scope, window: Period) -> Table:
     rows = []
     for row in efficiency_in_scope(scope, window)[:1000]:
         rows.append(
@@ -130,14 +130,14 @@ def idle_hints(table: Table) -> list[str]:
     return hints
 
 
-def grouped_table(scope: Scope, window: Window, group_by: str, *, name: str) -> Table:
+def grouped_table(scope: Scope, window: Period, group_by: str, *, name: str) -> Table:
     rows = [[row.key, _hours(row.gpu_seconds)] for row in usage_report(scope, window, group_by)]
     if group_by == "course":
         rows = [[str(PERSONAL) if key == NO_COURSE else key, hours] for key, hours in rows]
     return Table(name, [group_by, "gpu_hours"], rows)
 
 
-def students_table(scope: Scope, window: Window, *, sort: str = "gpu_hours") -> Table:
+def students_table(scope: Scope, window: Period, *, sort: str = "gpu_hours") -> Table:
     """Each person with GPU-hours (ledger) and idle GPU-hours (efficiency rows), sorted by a column."""
     used = {row.key: _hours(row.gpu_seconds) for row in usage_report(scope, window, "user")}
     idle = dict(
@@ -156,7 +156,7 @@ def students_table(scope: Scope, window: Window, *, sort: str = "gpu_hours") -> 
     return Table("students", ["user", "gpu_hours", "idle_gpu_hours"], rows)
 
 
-def reservations_table(scope: Scope, window: Window) -> Table:
+def reservations_table(scope: Scope, window: Period) -> Table:
     rows = []
     for use in reservations_use(scope, window):
         r = use.reservation
@@ -177,7 +177,7 @@ def reservations_table(scope: Scope, window: Window) -> Table:
     return Table("reservations", [*header, "no_show"], rows)
 
 
-def heat_table(window: Window) -> Table:
+def heat_table(window: Period) -> Table:
     """Mean GPU utilisation per node and hour of the day (the lab's zone), from the telemetry history."""
     rows = (
         GpuMinute.objects.filter(minute__gte=window.start, minute__lt=window.until)
@@ -199,7 +199,7 @@ def _wait_figures(waits: list[float]) -> tuple[float | None, float | None]:
     return round(sum(waits) / len(waits), 1), p95(waits)
 
 
-def days_table(scope: Scope, window: Window, *, gpus: int) -> Table:
+def days_table(scope: Scope, window: Period, *, gpus: int) -> Table:
     """Per day: GPU-hours used, the lab's utilisation (used / GPUs × hours of the day) and, for each kind of work
     that queues (notebooks, jobs: labs.usage.waits), the mean and p95 wait from asking to getting GPUs."""
     kinds = queue_wait_kinds()

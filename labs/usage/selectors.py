@@ -25,7 +25,7 @@ from accounts.selectors import courses_staffed_by, people_of_courses_staffed_by,
 from labs.ledger import held_seconds
 from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
 from labs.usage import accounting
-from labs.usage.accounting import UsageRow, Window
+from labs.usage.accounting import Period, UsageRow
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
 
@@ -80,15 +80,15 @@ def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) ->
     return rows
 
 
-def usage_report(scope: Scope, window: Window, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
+def usage_report(scope: Scope, window: Period, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
     return accounting.usage(allocations_in_scope(scope, kinds=kinds), window, group_by)
 
 
-def usage_entries(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
+def usage_entries(scope: Scope, window: Period, *, kinds: tuple[str, ...] = USE_KINDS):
     return accounting.entries(allocations_in_scope(scope, kinds=kinds), window)
 
 
-def usage_entries_csv(scope: Scope, window: Window, *, kinds: tuple[str, ...] = USE_KINDS):
+def usage_entries_csv(scope: Scope, window: Period, *, kinds: tuple[str, ...] = USE_KINDS):
     """The entries as CSV bytes written by PostgreSQL; None elsewhere (use `usage_entries`)."""
     if connection.vendor != "postgresql":
         return None
@@ -101,7 +101,7 @@ def efficiency_visible_to(viewer: User) -> QuerySet[HolderEfficiency]:
     return HolderEfficiency.objects.filter(work_visible_to(viewer, owner="user", course="course", at="started_at"))
 
 
-def efficiency_in_scope(scope: Scope, window: Window) -> QuerySet[HolderEfficiency]:
+def efficiency_in_scope(scope: Scope, window: Period) -> QuerySet[HolderEfficiency]:
     """Efficiency rows of the holders that overlap the window, newest first."""
     rows = efficiency_visible_to(scope.viewer).filter(started_at__lt=window.until).exclude(ended_at__lte=window.start)
     if scope.course is not None:
@@ -130,7 +130,7 @@ class ReservationUse:
         return self.reserved_seconds > 0 and self.used_seconds == 0
 
 
-def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]:
+def reservations_in_scope(scope: Scope, window: Period) -> QuerySet[Reservation]:
     viewer = scope.viewer
     if not looks_after_courses(viewer):
         return Reservation.objects.none()
@@ -142,7 +142,7 @@ def reservations_in_scope(scope: Scope, window: Window) -> QuerySet[Reservation]
     return rows.select_related("owner", "course").order_by("starts_at", "pk")
 
 
-def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
+def reservation_use(reservation: Reservation, window: Period) -> ReservationUse:
     """GPU-seconds the reservation held in the ledger within the window, and the GPU-seconds its course's people
     (its owner, the course's entries, its enrolled students) used on those GPUs while it held them: two queries,
     its entries and the work on their GPUs, cut here (as `labs.ledger.gpu_seconds` cuts them: `held_seconds`)."""
@@ -163,7 +163,7 @@ def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
         if reservation.course_id:
             course = Course.objects.filter(pk=reservation.course_id)
             people |= Q(course_id=reservation.course_id) | Q(user__in=_students_of(course))
-        span = Window(start=min(row[1] for row in held), end=max(row[2] for row in held), now=window.now)
+        span = Period(start=min(row[1] for row in held), end=max(row[2] for row in held), now=window.now)
         work = Allocation.objects.filter(people, kind__in=USE_KINDS, gpu_id__in={row[0] for row in held})
         on_gpu: dict[int, list[tuple]] = {}
         for gpu_id, starts_at, ends_at, share in (
@@ -175,5 +175,5 @@ def reservation_use(reservation: Reservation, window: Window) -> ReservationUse:
     return ReservationUse(reservation=reservation, reserved_seconds=reserved, used_seconds=used)
 
 
-def reservations_use(scope: Scope, window: Window, *, limit: int = 200) -> list[ReservationUse]:
+def reservations_use(scope: Scope, window: Period, *, limit: int = 200) -> list[ReservationUse]:
     return [reservation_use(reservation, window) for reservation in reservations_in_scope(scope, window)[:limit]]

@@ -115,6 +115,19 @@ def test_bench_fanout(tmp_path):
     assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
 
 
+def test_bench_portal_without_watchers(tmp_path):
+    # `--watchers 0` measures the HTTP load alone (it crashed: the watchers' process waited on an empty set).
+    server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal").rsplit("/", 1)[0]
+    figures = manage(
+        "bench_portal", "--students", "2", "--watchers", "0", "--submitters", "1", "--teachers", "1",
+        "--duration-s", "5", "--database-url", f"{server}/postgres", "--redis-url", settings.REDIS_URL, "--json",
+        var_dir=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert figures["watchers"] == 0 and figures["ws_connected"] == 0 and figures["ws_failed"] == 0
+    assert figures["ws_messages"] == 0 and figures["ws_lost_updates"] == 0
+    assert figures["errors_5xx"] == 0 and figures["http"]["notebooks"]["accepted"] == 2
+
+
 PORTAL_FIGURES = {
     "p50_page_ms", "p95_page_ms", "p99_page_ms", "p50_api_ms", "p95_api_ms", "p99_api_ms", "errors_5xx", "non_2xx",
     "transport_errors", "ws_p99_latency_ms", "ws_lost_updates", "ws_connected", "rss_mb_start", "rss_mb_end",
@@ -157,3 +170,20 @@ def test_bench_usage(tmp_path):
     csv_figures = figures["csv"]
     assert 0 < csv_figures["rows"] < 3000 and csv_figures["rows_per_s"] > 0 and csv_figures["first_byte_ms"] > 0
     assert 0 < csv_figures["rss_mb_start"] <= csv_figures["rss_mb_peak"]
+
+
+def test_the_watchers_process_with_no_watchers_reports_nothing_watched():
+    config = {"url": "ws://127.0.0.1:9/ws/gpus/", "origin": "http://127.0.0.1:9", "tokens": ["t"], "clients": 0}
+    done = subprocess.run(  # noqa: S603 - this interpreter, our own module
+        [sys.executable, "-m", "bench.ws_client"],
+        cwd=ROOT,
+        input=json.dumps({**config, "warmup_s": 0}) + "\nstop\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [event["event"] for event in events] == ["connected", "measuring", "result"]
+    assert events[-1]["connected"] == 0 and events[-1]["messages"] == 0 and events[-1]["lost"] == 0

@@ -29,7 +29,6 @@ def queued(
     age: float = 0.0,
     klass: str = "normal",
     reservation=None,
-    course: str | None = None,
     queued_since: float | None = None,
 ) -> QueuedJob:
     return QueuedJob(
@@ -41,7 +40,6 @@ def queued(
         submitted_at=NOW - age,
         priority_class=klass,
         reservation_id=reservation,
-        course=course,
         queued_since=queued_since,
     )
 
@@ -80,11 +78,10 @@ def running(
     )
 
 
-def window(start_in: float, length: float, reservation=7, users=("teacher",), courses=()) -> Window:
+def window(start_in: float, length: float, reservation=7, users=("teacher",)) -> Window:
     return Window(
         starts_at=NOW + start_in,
         ends_at=NOW + start_in + length,
         reservation_id=reservation,
         users=frozenset(users),
-        courses=frozenset(courses),
     )

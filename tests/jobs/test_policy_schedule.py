@@ -93,7 +93,8 @@ def test_strict_fifo_does_not_backfill():
 
 
 def reserved_lab():
-    active = window(-HOUR, 3 * HOUR, reservation=7, users=("teacher",), courses=("ML-101",))
+    # The reservation's people: its teacher and alice, a student of its course.
+    active = window(-HOUR, 3 * HOUR, reservation=7, users=("teacher", "alice"))
     return lab(3, windows={"gpu02": [active], "gpu03": [active]})
 
 
@@ -103,7 +104,7 @@ def test_a_reservation_job_runs_only_on_its_nodes_and_others_stay_off():
         nodes=reserved_lab(),
         queued=[
             queued("class", "teacher", nodes=2, reservation=7, age=60),
-            queued("student", "alice", course="ML-101", reservation=7, age=30),
+            queued("student", "alice", reservation=7, age=30),
             queued("pool", "bob"),
             queued("pool2", "bob"),
         ],

@@ -41,7 +41,7 @@ def test_gpu_hours_clip_to_the_window_and_weigh_the_share():
 
 def test_one_definition_of_gpu_time_over_a_window():
     """The reports' total, the hours and the one-entry form are the ledger's gpu_seconds, not copies of it."""
-    from labs.usage.accounting import Window, total_seconds
+    from labs.usage.accounting import Period, total_seconds
 
     user = UserFactory()
     gpu = NodeFactory().gpus.first()
@@ -54,7 +54,7 @@ def test_one_definition_of_gpu_time_over_a_window():
     by_hand = sum(float(share) * held_seconds(s, e, start=start, end=end) for s, e, share in rows)
     assert by_hand == 2 * 3600 + 3600 + 1800
     assert gpu_seconds(entries, start=start, end=end) == Decimal(by_hand)
-    assert total_seconds(entries, Window(start=start, end=end, now=end)) == by_hand
+    assert total_seconds(entries, Period(start=start, end=end, now=end)) == by_hand
     assert gpu_hours(entries, start=start, end=end) == Decimal("3.50")
     assert gpu_seconds(entries, start=end, end=start) == 0
 

@@ -86,14 +86,14 @@ import datetime as dt, json, os, statistics, time
 from django.db import connection
 from labs.models import Allocation
 from labs.usage import accounting, csvstream
-from labs.usage.accounting import Window
+from labs.usage.accounting import Period
 from labs.usage.api import ENTRY_HEADER
 from labs.usage.selectors import Scope, allocations_in_scope, usage_entries_csv, usage_report
 from accounts.models import User
 
 runs, plans = int(os.environ["BENCH_RUNS"]), os.environ["BENCH_PLANS"] == "1"
 UTC = dt.timezone.utc
-window = Window(start=dt.datetime(2026, 1, 31, 23, tzinfo=UTC), end=dt.datetime(2026, 7, 31, 22, tzinfo=UTC),
+window = Period(start=dt.datetime(2026, 1, 31, 23, tzinfo=UTC), end=dt.datetime(2026, 7, 31, 22, tzinfo=UTC),
                 now=dt.datetime(2026, 8, 1, tzinfo=UTC))
 admin = User.objects.get(username="bench-admin")
 scope = Scope(viewer=admin)

@@ -12,7 +12,7 @@ from django.utils import timezone
 from labs import ledger
 from labs.models import Allocation
 from labs.usage import accounting
-from labs.usage.accounting import Window
+from labs.usage.accounting import Period
 from labs.usage.selectors import Scope, reservation_use, usage_report
 from tests.labs.usage.conftest import HOUR, entry
 
@@ -24,14 +24,14 @@ def seconds(rows):
 
 
 def test_by_user_counts_edges_shares_and_open_entries(lab, known):
-    window = Window(start=known["start"], end=lab.now + 10 * HOUR, now=lab.now)
+    window = Period(start=known["start"], end=lab.now + 10 * HOUR, now=lab.now)
     got = seconds(accounting.by_key(Allocation.objects.exclude(kind="reservation"), window, "user"))
     assert got == pytest.approx({"alice": known["alice"], "bob": known["bob"], "carol": known["carol"]}, abs=1e-3)
 
 
 def test_totals_agree_with_the_ledgers_own_sum(lab, known):
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    window = Period(start=known["start"], end=lab.now, now=lab.now)
     total = accounting.total_seconds(use, window)
     assert total == pytest.approx(known["alice"] + known["bob"] + known["carol"], abs=1e-3)
     assert Decimal(total / 3600).quantize(Decimal("0.01")) == ledger.gpu_hours(use, start=window.start, end=lab.now)
@@ -42,14 +42,14 @@ def test_totals_agree_with_the_ledgers_own_sum(lab, known):
 @pytest.mark.parametrize("group_by", ["course", "node", "kind", "day", "week", "month", "term"])
 def test_every_grouping_sums_to_the_same_total(lab, known, group_by):
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"], end=lab.now + HOUR, now=lab.now)
+    window = Period(start=known["start"], end=lab.now + HOUR, now=lab.now)
     rows = accounting.usage(use, window, group_by)
     assert sum(row.gpu_seconds for row in rows) == pytest.approx(accounting.total_seconds(use, window), abs=1e-3)
 
 
 def test_by_course_node_and_kind(lab, known):
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    window = Period(start=known["start"], end=lab.now, now=lab.now)
     assert seconds(accounting.by_key(use, window, "course")) == pytest.approx(
         {"DL-101": 3 * 3600, "CV-201": known["carol"], accounting.NO_COURSE: 3600 + known["bob"]}, abs=1e-3
     )
@@ -63,7 +63,7 @@ def test_by_course_node_and_kind(lab, known):
 
 def test_days_cut_entries_at_midnight(lab, known):
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    window = Period(start=known["start"], end=lab.now, now=lab.now)
     rows = accounting.by_time(use, window, "day")
     assert [row.key for row in rows] == ["2026-03-09", "2026-03-10", "2026-03-11"]
     assert seconds(rows) == pytest.approx(
@@ -79,7 +79,7 @@ def test_a_day_over_the_dst_night_has_its_real_hours(lab):
     assert end.astimezone(dt.UTC) - start.astimezone(dt.UTC) == 7 * HOUR
     entry(lab.alice, lab.gpus[0], start, end)
     now = timezone.make_aware(dt.datetime(2026, 11, 1))
-    window = Window(start=timezone.make_aware(dt.datetime(2026, 10, 24)), end=now, now=now)
+    window = Period(start=timezone.make_aware(dt.datetime(2026, 10, 24)), end=now, now=now)
     got = seconds(accounting.by_time(Allocation.objects.all(), window, "day"))
     assert got["2026-10-24"] == pytest.approx(2 * 3600) and got["2026-10-25"] == pytest.approx(5 * 3600)
     assert seconds(accounting.by_time(Allocation.objects.all(), window, "week")) == pytest.approx(
@@ -90,7 +90,7 @@ def test_a_day_over_the_dst_night_has_its_real_hours(lab):
 def test_the_python_cut_agrees_with_the_sql_one(lab, known):
     entry(lab.bob, lab.gpus[1], known["start"] - 50 * HOUR, known["start"] + 30 * HOUR, share="0.5")
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"] - 3 * 24 * HOUR, end=lab.now, now=lab.now)
+    window = Period(start=known["start"] - 3 * 24 * HOUR, end=lab.now, now=lab.now)
     edges = accounting.bucket_edges(window, "day")
     here = accounting._buckets_here(use, window, edges)
     if connection.vendor == "postgresql":
@@ -100,7 +100,7 @@ def test_the_python_cut_agrees_with_the_sql_one(lab, known):
 
 def test_terms_and_months(lab, known, settings):
     settings.USAGE_TERM_STARTS = ((2, 1), (8, 1))
-    window = Window(start=timezone.make_aware(dt.datetime(2025, 12, 1)), end=lab.now, now=lab.now)
+    window = Period(start=timezone.make_aware(dt.datetime(2025, 12, 1)), end=lab.now, now=lab.now)
     rows = accounting.by_time(Allocation.objects.exclude(kind="reservation"), window, "term")
     assert [row.key for row in rows] == ["2025-08-01", "2026-02-01"]
     months = accounting.by_time(Allocation.objects.exclude(kind="reservation"), window, "month")
@@ -108,13 +108,13 @@ def test_terms_and_months(lab, known, settings):
 
 
 def test_a_window_after_now_is_empty(lab, known):
-    window = Window(start=lab.now + HOUR, end=lab.now + 5 * HOUR, now=lab.now)
+    window = Period(start=lab.now + HOUR, end=lab.now + 5 * HOUR, now=lab.now)
     assert accounting.usage(Allocation.objects.all(), window, "user") == []
     assert accounting.usage(Allocation.objects.all(), window, "day") == []
 
 
 def test_scopes(lab, known):
-    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    window = Period(start=known["start"], end=lab.now, now=lab.now)
     student = seconds(usage_report(Scope(viewer=lab.alice), window, "user"))
     assert student == pytest.approx({"alice": known["alice"]})
     teacher = seconds(usage_report(Scope(viewer=lab.teacher), window, "user"))
@@ -147,7 +147,7 @@ def test_reservation_utilisation_and_no_show(lab):
     entry(lab.teacher, lab.gpus[2], start, start + 2 * HOUR, kind="reservation", ref=f"reservation:{empty.pk}")
     entry(lab.alice, lab.gpus[0], start + 0.5 * HOUR, start + 3 * HOUR)  # 1.5 h inside the window
     entry(lab.carol, lab.gpus[1], start, start + 2 * HOUR)  # another course's student: not the course's use
-    window = Window(start=start - HOUR, end=lab.now, now=lab.now)
+    window = Period(start=start - HOUR, end=lab.now, now=lab.now)
     use = reservation_use(booked, window)
     assert use.reserved_seconds == pytest.approx(4 * 3600) and use.used_seconds == pytest.approx(1.5 * 3600)
     assert use.utilisation_pct == pytest.approx(37.5) and not use.no_show
@@ -159,7 +159,7 @@ def test_the_export_pages_give_every_entry_of_the_window_once(lab, known):
     for _ in range(5):  # entries that start at the same instant: the keyset goes on by id
         entry(lab.bob, lab.gpus[2], same, same + HOUR)
     use = Allocation.objects.exclude(kind="reservation")
-    window = Window(start=known["start"], end=lab.now, now=lab.now)
+    window = Period(start=known["start"], end=lab.now, now=lab.now)
     pages = list(accounting.entries(use, window, page=2))
     ids = [row[0] for rows in pages for row in rows]
     assert sorted(ids) == sorted(accounting.in_window(use, window).values_list("id", flat=True))
@@ -177,7 +177,7 @@ def test_a_reservation_on_several_gpus_is_measured_in_two_queries(lab, django_as
     entry(lab.bob, lab.gpus[1], start + 15 * minute, None, share="0.5", kind="notebook")  # open: 0.5 × (45 + 60) min
     entry(lab.teacher, lab.gpus[2], start + 2 * HOUR, start + 2 * HOUR + 30 * minute + dt.timedelta(seconds=5))
     entry(lab.carol, lab.gpus[2], start, start + 3 * HOUR)  # another course's student: not this course's use
-    window = Window(start=start - HOUR, end=lab.now, now=lab.now)
+    window = Period(start=start - HOUR, end=lab.now, now=lab.now)
     with django_assert_max_num_queries(2):
         use = reservation_use(booked, window)
     assert use.reserved_seconds == pytest.approx(6 * 3600, abs=1e-3)
