@@ -20,6 +20,7 @@ from portal.api import views as portal_api
 from portal.api.errors import json_not_found
 from portal.web import account, kiosk, rosters, signin
 from portal.web import views as web
+from portal.web.console import urls as console_urls
 
 admin.site.site_header = "GPU Lab Portal — admin console"
 admin.site.site_title = "GPU Lab admin"
@@ -88,6 +89,7 @@ urlpatterns = [
     path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),
     path("", include(usage_urls.urlpatterns)),
+    path("", include(console_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),
