@@ -22,10 +22,6 @@ from portal.web import account, kiosk, rosters, signin
 from portal.web import views as web
 from portal.web.console import urls as console_urls
 
-admin.site.site_header = "GPU Lab Portal — admin console"
-admin.site.site_title = "GPU Lab admin"
-admin.site.index_title = "Run the lab"
-
 # The API docs pages are drf-spectacular's: Swagger UI and Redoc from their CDN, with a <style> block of their own.
 # Swagger's start-up script is a file (the split view serves it at ?script), so scripts stay off inline there too.
 _DOCS_CDN = "https://cdn.jsdelivr.net"
