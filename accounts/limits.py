@@ -46,3 +46,28 @@ def limit_label(name: str) -> str:
 
 def limit_meaning(name: str) -> str:
     return str(LIMITS[name][1]) if name in LIMITS else ""
+
+
+STUDENT_LIMITS = ("max_notebooks", "notebook_gpu_share", "gpu_hours_week", "max_jobs", "max_gpus_per_job")
+
+
+def role_limits(role: str) -> list[dict]:
+    """The limits a role has by the lab's policy (the role's quota, else the built-in default), in words, for the
+    help pages: name, label, meaning, value. A person's own or their course's limits may be more generous."""
+    from accounts.models import Quota
+    from accounts.selectors import ROLE_DEFAULTS
+
+    policy = Quota.objects.filter(role=role).first()
+    names = STUDENT_LIMITS if role == "student" else Quota.LIMIT_FIELDS
+    rows = []
+    for name in names:
+        value = getattr(policy, name, None) if policy else None
+        rows.append(
+            {
+                "name": name,
+                "label": limit_label(name),
+                "meaning": limit_meaning(name),
+                "value": ROLE_DEFAULTS[role][name] if value is None else value,
+            }
+        )
+    return rows

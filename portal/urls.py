@@ -18,7 +18,7 @@ from portal import ops
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
-from portal.web import account, kiosk, rosters, signin
+from portal.web import account, help_pages, kiosk, rosters, signin
 from portal.web import views as web
 from portal.web.console import urls as console_urls
 
@@ -69,6 +69,8 @@ urlpatterns = [
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
+    path("help/", help_pages.help_page, name="help"),
+    path("help/<str:role>/", help_pages.help_page, name="help-role"),
     path("kiosk/", kiosk.kiosk, name="kiosk"),
     path("kiosk/sign-out/", kiosk.kiosk_sign_out, name="kiosk-sign-out"),
     path("courses/<str:code>/roster/", rosters.roster_page, name="roster"),
