@@ -22,17 +22,11 @@ from portal.web import account, help_pages, kiosk, rosters, signin
 from portal.web import views as web
 from portal.web.console import urls as console_urls
 
-# The API docs pages are drf-spectacular's: Swagger UI and Redoc from their CDN, with a <style> block of their own.
-# Swagger's start-up script is a file (the split view serves it at ?script), so scripts stay off inline there too.
-_DOCS_CDN = "https://cdn.jsdelivr.net"
+# The API docs pages are drf-spectacular's, with Swagger UI and Redoc from our static files (drf-spectacular-sidecar),
+# so they work without the internet; their pages carry a <style> block of their own. Swagger's start-up script is a
+# file (the split view serves it at ?script), so scripts stay off inline there too.
 _docs_csp = csp_update(
-    {
-        "script-src": [_DOCS_CDN],
-        "style-src": [_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
-        "img-src": [_DOCS_CDN],
-        "font-src": ["https://fonts.gstatic.com"],
-        "worker-src": ["blob:"],
-    },
+    {"style-src": ["'unsafe-inline'"], "img-src": ["data:"], "worker-src": ["blob:"]},
     REPORT_ONLY=settings.CSP_REPORT_ONLY,
 )
 

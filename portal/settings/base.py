@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # the API docs' Swagger UI and Redoc as static files
     "accounts",
     "portal.web",
     "portal.oauth",  # before the toolkit: its authorization page is the portal's
