@@ -95,6 +95,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "usage/courses/": {"get": (302, 403, 200, 200, 200)},  # assistants see their courses' usage
     "usage/lab/": {"get": (302, 403, 403, 200, 403)},
     "usage/csv/<slug:table>/": {"get": (302, 404, 404, 404, 404)},  # no such table
+    "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the JavaScript catalogue: public
     # --- help: open to everyone (someone who cannot sign in needs to know whom to ask); an unknown role is 404 -----
     "help/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
     "help/<str:role>/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
