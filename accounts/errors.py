@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# The help pages (portal/web/help_pages.py): a refusal a person can act on points there.
+HELP_PATH = "/help/"
+
 
 class PortalError(Exception):
     status = 400
@@ -54,7 +57,8 @@ class QuotaExceeded(PortalError):
     code = "quota_exceeded"
 
     def __init__(self, message: str, *, limit: str, used: float, allowed: float) -> None:
-        super().__init__(message, limit=limit, used=used, allowed=allowed)
+        # `help`: where the limit is explained (the help page's row for it), for the pages and API clients to link.
+        super().__init__(message, limit=limit, used=used, allowed=allowed, help=f"{HELP_PATH}#limit-{limit}")
 
 
 class RateLimited(PortalError):

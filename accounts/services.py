@@ -12,7 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from accounts.errors import InvalidInput, NotFound
+from accounts.errors import Conflict, InvalidInput, NotFound
 from accounts.models import (
     ApiToken,
     Course,
@@ -21,7 +21,9 @@ from accounts.models import (
     MembershipSource,
     Notice,
     NoticeLevel,
+    Quota,
     Role,
+    RoleSource,
     TokenSource,
     User,
 )
@@ -299,3 +301,43 @@ def user_report_email_set(*, user: User, wanted: bool) -> bool:
     with transaction.atomic():
         changed = User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted)
         return bool(changed.update(usage_report_email=wanted))
+
+
+@transaction.atomic
+def user_role_set(*, by: User, user: User, role: str) -> User:
+    """An admin gives a person a role by hand (the sign-in's groups leave it alone from then on); never their own."""
+    if role not in Role.values:
+        raise InvalidInput(_("Choose a role."), fields={"role": _("Unknown role %(role)s.") % {"role": role}})
+    if user.pk == by.pk:
+        raise Conflict(_("You cannot change your own role; ask another admin."))
+    user = User.objects.select_for_update().get(pk=user.pk)
+    if user.role != role or user.role_source != RoleSource.MANUAL:
+        user.role = role
+        user.role_source = RoleSource.MANUAL
+        user.save()  # save(): is_staff follows the role
+    return user
+
+
+@transaction.atomic
+def quota_set(*, by: User, user: User, limits: dict, note: str = "") -> Quota | None:
+    """A person's own limits (overrides of their role's and courses'): a limit left None inherits. All None and no
+    note: the override goes. Checked as the model checks it, so a bad value is a 400 and nothing is written."""
+    unknown = set(limits) - set(Quota.LIMIT_FIELDS)
+    if unknown:
+        raise InvalidInput(_("Unknown limits."), fields={name: _("No such limit.") for name in sorted(unknown)})
+    quota = Quota.objects.select_for_update().filter(user=user).order_by("pk").first()
+    if all(value is None for value in limits.values()) and not note:
+        if quota is not None:
+            quota.delete()
+        return None
+    quota = quota or Quota(user=user)
+    for name in Quota.LIMIT_FIELDS:
+        setattr(quota, name, limits.get(name))
+    quota.note = note[:200]
+    try:
+        quota.full_clean()
+    except ValidationError as exc:
+        fields = {name: " ".join(messages) for name, messages in exc.message_dict.items()}
+        raise InvalidInput(_("Some limits are not right."), fields=fields) from None
+    quota.save()
+    return quota

@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 def schedule_pass() -> str:
     """One scheduling pass (beat tick, and after every submit, finish and cancel)."""
     report = scheduling_pass()
-    log.info("scheduling pass: %s", report)
+    # A pass that moved nothing is not news (the embedded run passes every few seconds): debug, not info.
+    log.log(logging.INFO if report.started or report.preempted else logging.DEBUG, "scheduling pass: %s", report)
     return str(report)
 
 
@@ -51,5 +52,5 @@ def stop(self, job_id: int, attempt: int, grace_s: int | None = None) -> str:
 def follow() -> str:
     """Read the status of every placed attempt and move the rows along (beat, every JOBS_FOLLOW_INTERVAL_S)."""
     report = jobs_follow()
-    log.info("follow: %s", report)
+    log.log(logging.INFO if report.changed or report.errors else logging.DEBUG, "follow: %s", report)
     return str(report)

@@ -10,7 +10,7 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
-from labs.ledger import week_gpu_hours, week_start
+from labs.ledger import Ref, week_gpu_hours, week_start
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus
 
 
@@ -62,3 +62,35 @@ def quota_meter(used: float | Decimal, allowed: float | Decimal) -> dict[str, ob
     else:
         level = "ok"
     return {"used": used, "allowed": allowed, "percent": percent, "level": level}
+
+
+def node_work(node: Node) -> list[Allocation]:
+    """The notebooks and job attempts running on the node now (their open ledger rows, with whose and which course),
+    oldest first: what draining it would stop."""
+    return list(
+        Allocation.objects.filter(
+            gpu__node=node, ends_at__isnull=True, kind__in=[AllocationKind.NOTEBOOK, AllocationKind.JOB]
+        )
+        .select_related("user", "course", "gpu")
+        .order_by("starts_at", "id")
+    )
+
+
+def node_work_by_holder(node: Node) -> list[dict]:
+    """`node_work` with one row per notebook or job attempt: kind, id, ref, user, course, GPU indexes, since."""
+    rows: dict[str, dict] = {}
+    for allocation in node_work(node):
+        row = rows.setdefault(
+            allocation.ref,
+            {
+                "kind": allocation.kind,
+                "id": Ref.parse(allocation.ref).holder_id,
+                "ref": allocation.ref,
+                "user": allocation.user,
+                "course": allocation.course,
+                "gpus": [],
+                "since": allocation.starts_at,
+            },
+        )
+        row["gpus"].append(allocation.gpu.index)
+    return list(rows.values())

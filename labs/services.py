@@ -1,17 +1,26 @@
-"""Writes about the lab: inventory sync, cordon and uncordon."""
+"""Writes about the lab: inventory sync, cordon, drain and uncordon."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import logging
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.errors import Conflict
 from accounts.models import User
+from accounts.services import notice_send
 from labs.backends.inventory import InventoryBackend, get_inventory_backend
 from labs.inventory import NodeSpec
-from labs.models import Gpu, Node, NodeStatus
+from labs.ledger import allocations_close
+from labs.models import AllocationKind, Gpu, Node, NodeStatus
+from labs.selectors import node_work
+from labs.signals import allocations_ended
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -105,11 +114,14 @@ def _sync_gpus(node: Node, spec: NodeSpec, created: bool) -> bool:
 
 
 def node_cordon(*, node: Node, by: User, reason: str = "", backend: InventoryBackend | None = None) -> Node:
-    """Stop placing new work on the node; what runs there keeps running."""
+    """Stop placing new work on the node; what runs there keeps running. A cordoned node takes a new reason."""
     backend = backend or get_inventory_backend()
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=node.pk)
         if node.status == NodeStatus.CORDONED:
+            if reason and reason != node.status_reason:
+                _set_status(node, NodeStatus.CORDONED, reason)
+                node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
             return node
         if node.status == NodeStatus.DOWN:
             raise Conflict(f"{node.name} is down; it cannot be cordoned until it is back.")
@@ -119,7 +131,36 @@ def node_cordon(*, node: Node, by: User, reason: str = "", backend: InventoryBac
     return node
 
 
-def node_uncordon(*, node: Node, by: User, backend: InventoryBackend | None = None) -> Node:
+def node_drain(
+    *, node: Node, by: User, reason: str, backend: InventoryBackend | None = None, now: dt.datetime | None = None
+) -> list[str]:
+    """Cordon the node and stop what runs on it: notebooks end, job attempts go back to the queue (as a reservation
+    that takes a node does: labs.signals.allocations_ended). Returns the holders it stopped (ledger refs)."""
+    now = now or timezone.now()
+    log.info("%s drains %s: %s", by.username, node.name, reason)
+    with transaction.atomic():
+        node = node_cordon(node=node, by=by, reason=reason, backend=backend)
+        work = node_work(node)
+        for allocation in work:
+            what = _("notebook") if allocation.kind == AllocationKind.NOTEBOOK else _("job")
+            notice_send(
+                user=allocation.user,
+                level="warning",
+                text=_("Your %(what)s on %(node)s was stopped: the lab took the node out of service (%(reason)s).")
+                % {"what": what, "node": node.name, "reason": reason},
+                ref=f"{allocation.ref}:drain:{node.name}",
+            )
+        ids = [allocation.pk for allocation in work]
+        if ids:
+            allocations_close(ids=ids, at=now, reason=f"Drained: {reason}")
+            why = _("Its node %(node)s was drained: %(reason)s") % {"node": node.name, "reason": reason}
+            transaction.on_commit(lambda: allocations_ended.send(sender=Node, allocation_ids=ids, reason=why))
+    return sorted({allocation.ref for allocation in work})
+
+
+def node_uncordon(*, node: Node, by: User, reason: str = "", backend: InventoryBackend | None = None) -> Node:
+    """Place work on the node again; `reason` goes to the log (the node's own reason is cleared)."""
+    log.info("%s uncordons %s: %s", by.username, node.name, reason)
     backend = backend or get_inventory_backend()
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=node.pk)

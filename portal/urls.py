@@ -18,24 +18,15 @@ from portal import ops
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
-from portal.web import account, kiosk, rosters, signin
+from portal.web import account, help_pages, kiosk, rosters, signin
 from portal.web import views as web
+from portal.web.console import urls as console_urls
 
-admin.site.site_header = "GPU Lab Portal — admin console"
-admin.site.site_title = "GPU Lab admin"
-admin.site.index_title = "Run the lab"
-
-# The API docs pages are drf-spectacular's: Swagger UI and Redoc from their CDN, with a <style> block of their own.
-# Swagger's start-up script is a file (the split view serves it at ?script), so scripts stay off inline there too.
-_DOCS_CDN = "https://cdn.jsdelivr.net"
+# The API docs pages are drf-spectacular's, with Swagger UI and Redoc from our static files (drf-spectacular-sidecar),
+# so they work without the internet; their pages carry a <style> block of their own. Swagger's start-up script is a
+# file (the split view serves it at ?script), so scripts stay off inline there too.
 _docs_csp = csp_update(
-    {
-        "script-src": [_DOCS_CDN],
-        "style-src": [_DOCS_CDN, "https://fonts.googleapis.com", "'unsafe-inline'"],
-        "img-src": [_DOCS_CDN],
-        "font-src": ["https://fonts.gstatic.com"],
-        "worker-src": ["blob:"],
-    },
+    {"style-src": ["'unsafe-inline'"], "img-src": ["data:"], "worker-src": ["blob:"]},
     REPORT_ONLY=settings.CSP_REPORT_ONLY,
 )
 
@@ -72,6 +63,8 @@ urlpatterns = [
     path("account/password/", web.PasswordChangeView.as_view(), name="password_change"),
     path("o/", include("portal.oauth.urls")),
     path("notices/<int:notice_id>/dismiss/", web.notice_dismiss_view, name="notice-dismiss"),
+    path("help/", help_pages.help_page, name="help"),
+    path("help/<str:role>/", help_pages.help_page, name="help-role"),
     path("kiosk/", kiosk.kiosk, name="kiosk"),
     path("kiosk/sign-out/", kiosk.kiosk_sign_out, name="kiosk-sign-out"),
     path("courses/<str:code>/roster/", rosters.roster_page, name="roster"),
@@ -88,6 +81,7 @@ urlpatterns = [
     path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),
     path("", include(usage_urls.urlpatterns)),
+    path("", include(console_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),
     path("healthz", ops.healthz, name="healthz"),

@@ -95,6 +95,21 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "usage/courses/": {"get": (302, 403, 200, 200, 200)},  # assistants see their courses' usage
     "usage/lab/": {"get": (302, 403, 403, 200, 403)},
     "usage/csv/<slug:table>/": {"get": (302, 404, 404, 404, 404)},  # no such table
+    "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the JavaScript catalogue: public
+    # --- help: open to everyone (someone who cannot sign in needs to know whom to ask); an unknown role is 404 -----
+    "help/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
+    "help/<str:role>/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
+    # --- the operations console: admins only (403 before any node or person is looked up) -----------------------
+    "console/": {"get": (302, 403, 403, 200, 403)},
+    "console/nodes/": {"get": (302, 403, 403, 200, 403)},
+    "console/nodes/<str:name>/cordon/": {"get": (302, 403, 403, 404, 403), "post": (302, 403, 403, 404, 403)},
+    "console/nodes/<str:name>/drain/": {"get": (302, 403, 403, 404, 403), "post": (302, 403, 403, 404, 403)},
+    "console/nodes/<str:name>/uncordon/": {"get": (302, 403, 403, 404, 403), "post": (302, 403, 403, 404, 403)},
+    "console/people/": {"get": (302, 403, 403, 200, 403)},
+    "console/people/<str:username>/": {"get": (302, 403, 403, 404, 403)},
+    "console/people/<str:username>/role/": {"post": (302, 403, 403, 404, 403)},
+    "console/people/<str:username>/quota/": {"post": (302, 403, 403, 404, 403)},
+    "console/budgets/": {"get": (302, 403, 403, 200, 403)},
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
     "o/authorize/": {

@@ -17,7 +17,14 @@ from accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
 from labs.models import NodeStatus
 from labs.reservations.availability import free_nodes
 from labs.reservations.selectors import reservation_for, reservations_visible_to
-from labs.reservations.services import NodeRequest, reservation_cancel, reservation_create, reservation_decide
+from labs.reservations.services import (
+    SERIES_SCOPES,
+    NodeRequest,
+    reservation_cancel,
+    reservation_create,
+    reservation_decide,
+    reservation_series_cancel,
+)
 from labs.selectors import nodes_visible_to
 
 
@@ -174,9 +181,26 @@ class ReservationDetailApi(APIView):
     def get(self, request, reservation_id: int):
         return Response(ReservationOut(reservation_for(request.user, reservation_id)).data)
 
-    @extend_schema(responses=ReservationOut, summary="Cancel it (or end it now, if it has begun)")
+    @extend_schema(
+        responses=ReservationOut,
+        parameters=[
+            OpenApiParameter(
+                "series",
+                str,
+                enum=list(SERIES_SCOPES),
+                description="A weekly series as a whole: all (every session not over yet) or from (this session and"
+                " the later ones: the series shortened). The answer is then {series, cancelled: [reservations]}.",
+            )
+        ],
+        summary="Cancel it (or end it now, if it has begun); with ?series=, its weekly series",
+    )
     def delete(self, request, reservation_id: int):
-        reservation = reservation_cancel(by=request.user, reservation=reservation_for(request.user, reservation_id))
+        reservation = reservation_for(request.user, reservation_id)
+        scope = request.query_params.get("series")
+        if scope is not None:
+            sessions = reservation_series_cancel(by=request.user, reservation=reservation, scope=scope)
+            return Response({"series": str(reservation.series), "cancelled": ReservationOut(sessions, many=True).data})
+        reservation = reservation_cancel(by=request.user, reservation=reservation)
         return Response(ReservationOut(reservation).data)
 
 

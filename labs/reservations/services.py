@@ -10,7 +10,9 @@ import uuid
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from accounts.errors import Conflict, InvalidInput
@@ -220,6 +222,18 @@ def close_allocations(reservation: Reservation, *, at: dt.datetime) -> None:
     allocations_close(ref=Ref.reservation(reservation.pk), at=at)
 
 
+def _end(reservation: Reservation, *, by: User, now: dt.datetime) -> None:
+    """Cancel a locked reservation that has not begun, or end it now if it has; the caller saves and tells."""
+    if reservation.starts_at > now:
+        reservation.status = ReservationStatus.CANCELLED
+        release_rows(reservation, end_at=None)
+    else:
+        reservation.status = ReservationStatus.ENDED
+        release_rows(reservation, end_at=now)
+    reservation.status_reason = f"Cancelled by {by.username} at {when(now)}."
+    reservation.save(update_fields=["status", "status_reason", "ends_at"])
+
+
 def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime | None = None) -> Reservation:
     """Cancel before it starts; cut it short while it runs. The owner or an admin."""
     now = now or timezone.now()
@@ -228,14 +242,7 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
         require_owner_or_admin(by, reservation.owner_id, RESERVATION_OWNER_ACTION)
         if reservation.status not in HOLDING_STATUSES or reservation.ends_at <= now:
             raise Conflict(f"This reservation is already {reservation.get_status_display().lower()}.")
-        if reservation.starts_at > now:
-            reservation.status = ReservationStatus.CANCELLED
-            release_rows(reservation, end_at=None)
-        else:
-            reservation.status = ReservationStatus.ENDED
-            release_rows(reservation, end_at=now)
-        reservation.status_reason = f"Cancelled by {by.username} at {when(now)}."
-        reservation.save(update_fields=["status", "status_reason", "ends_at"])
+        _end(reservation, by=by, now=now)
         _retire_pending_notice(reservation)
         if by.pk != reservation.owner_id:
             notice_send(
@@ -246,6 +253,50 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
                 level="warning",
             )
     return reservation
+
+
+SERIES_SCOPES = ("all", "from")
+
+
+def series_sessions(reservation: Reservation, *, scope: str, now: dt.datetime | None = None) -> QuerySet:
+    """The sessions of the reservation's weekly series that `scope` names and that still hold their nodes: "all"
+    (every session not over yet) or "from" (this one and the later ones: the series, shortened), by start."""
+    now = now or timezone.now()
+    if reservation.series is None:
+        raise InvalidInput(
+            _("This reservation is not part of a weekly series."), fields={"series": _("Not a weekly series.")}
+        )
+    if scope not in SERIES_SCOPES:
+        raise InvalidInput(_("Say which sessions: all or from."), fields={"series": _("Give all or from.")})
+    sessions = Reservation.objects.filter(series=reservation.series, status__in=HOLDING_STATUSES, ends_at__gt=now)
+    if scope == "from":
+        sessions = sessions.filter(starts_at__gte=reservation.starts_at)
+    return sessions.order_by("starts_at")
+
+
+def reservation_series_cancel(
+    *, by: User, reservation: Reservation, scope: str = "all", now: dt.datetime | None = None
+) -> list[Reservation]:
+    """Cancel a weekly series as a whole ("all") or shorten it ("from": this session and the later ones), in one
+    transaction; a session under way ends now. The owner or an admin; the owner is told once."""
+    now = now or timezone.now()
+    require_owner_or_admin(by, reservation.owner_id, RESERVATION_OWNER_ACTION)
+    with transaction.atomic():
+        sessions = list(series_sessions(reservation, scope=scope, now=now).select_for_update())
+        if not sessions:
+            raise Conflict(_("No session of this series is left to cancel."))
+        for session in sessions:
+            _end(session, by=by, now=now)
+        _retire_pending_notice(sessions[0])
+        if by.pk != reservation.owner_id:
+            notice_send(
+                user=reservation.owner,
+                text=_("%(count)s sessions of your weekly reservation “%(title)s” were cancelled by %(who)s.")
+                % {"count": len(sessions), "title": reservation.title, "who": by.username},
+                ref=f"reservation-series:{reservation.series}:{scope}:{sessions[0].pk}:cancelled",
+                level="warning",
+            )
+    return sessions
 
 
 def reservation_decide(*, by: User, reservation: Reservation, approve: bool, reason: str = "") -> Reservation:

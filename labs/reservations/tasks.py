@@ -3,6 +3,7 @@
 Its name stays `labs.tasks.reservations_tick`: the beat schedule and messages already queued name it.
 """
 
+import dataclasses
 import logging
 
 from celery import shared_task
@@ -16,5 +17,6 @@ log = logging.getLogger(__name__)
 def reservations_tick() -> str:
     """Warn ahead of reservations, start and end them, release no-shows (safe to run twice or late)."""
     report = reservations_tick_service()
-    log.info("reservations tick: %s", report)
+    moved = any(dataclasses.astuple(report))
+    log.log(logging.INFO if moved else logging.DEBUG, "reservations tick: %s", report)
     return str(report)

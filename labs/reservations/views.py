@@ -23,7 +23,14 @@ from labs.models import ReservationStatus
 from labs.reservations.availability import ReservationConflict
 from labs.reservations.forms import ReservationForm
 from labs.reservations.selectors import reservation_for, reservation_week, reservations_of, reservations_pending
-from labs.reservations.services import reservation_cancel, reservation_create, reservation_decide
+from labs.reservations.services import (
+    SERIES_SCOPES,
+    reservation_cancel,
+    reservation_create,
+    reservation_decide,
+    reservation_series_cancel,
+    series_sessions,
+)
 
 
 def _monday(raw: str | None) -> dt.date:
@@ -141,23 +148,36 @@ def reservation_detail(request: HttpRequest, reservation_id: int) -> HttpRespons
 @require_http_methods(["GET", "POST"])
 def reservation_cancel_view(request: HttpRequest, reservation_id: int) -> HttpResponse:
     reservation = reservation_for(request.user, reservation_id)
+    context = {"reservation": reservation, "now": timezone.now(), "scope": request.POST.get("scope", "one")}
+    if reservation.series:
+        context["series"] = {scope: series_sessions(reservation, scope=scope) for scope in SERIES_SCOPES}
     if request.method == "POST":
-        if request.POST.get("confirm") != "yes":
+        scope = request.POST.get("scope", "one")
+        if request.POST.get("confirm") != "yes" or scope not in ("one", *(SERIES_SCOPES if reservation.series else ())):
             messages.error(request, _("Tick the box to confirm the cancellation."))
-            context = {"reservation": reservation, "now": timezone.now()}
             return render(request, "reservations/cancel.html", context, status=400)
         try:
-            reservation = reservation_cancel(by=request.user, reservation=reservation)
+            if scope == "one":
+                reservation = reservation_cancel(by=request.user, reservation=reservation)
+            else:
+                sessions = reservation_series_cancel(by=request.user, reservation=reservation, scope=scope)
         except PortalError as exc:
             messages.error(request, exc.message)
             return redirect("reservation", reservation_id=reservation.pk)
-        messages.success(
-            request,
-            _("“%(title)s” is %(status)s.")
-            % {"title": reservation.title, "status": reservation.get_status_display().lower()},
-        )
+        if scope == "one":
+            messages.success(
+                request,
+                _("“%(title)s” is %(status)s.")
+                % {"title": reservation.title, "status": reservation.get_status_display().lower()},
+            )
+        else:
+            messages.success(
+                request,
+                _("%(count)s sessions of “%(title)s” are cancelled.")
+                % {"count": len(sessions), "title": reservation.title},
+            )
         return redirect("reservations")
-    return render(request, "reservations/cancel.html", {"reservation": reservation, "now": timezone.now()})
+    return render(request, "reservations/cancel.html", context)
 
 
 @login_required

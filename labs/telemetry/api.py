@@ -63,6 +63,7 @@ class GpuOut(serializers.Serializer):
     sampled_at = serializers.DateTimeField(allow_null=True)
     stale = serializers.BooleanField(help_text="No sample for TELEMETRY_STALE_AFTER_S (30 s).")
     node_status = serializers.ChoiceField(choices=["ready", "cordoned", "down"])
+    node_reason = serializers.CharField(help_text="Why the node is cordoned or down; empty when it is ready.")
     available = serializers.BooleanField(help_text="The caller could start something on it now.")
     alerts = AlertOut(many=True, required=False, help_text="Open health alerts (admins only).")
 

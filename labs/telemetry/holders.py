@@ -53,6 +53,7 @@ def lab_targets(now: dt.datetime | None = None) -> tuple[list[GpuTarget], dict[i
             model=gpu.model,
             memory_mb=gpu.memory_mb,
             node_status=gpu.node.status,
+            node_reason=gpu.node.status_reason if gpu.node.status != "ready" else "",
             held=gpu.pk in holders,
         )
         for gpu in Gpu.objects.select_related("node").order_by("node__name", "index")

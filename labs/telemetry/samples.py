@@ -65,6 +65,7 @@ class GpuTarget:
     memory_mb: int
     node_status: str
     held: bool = False  # the ledger has an open allocation on it (the simulator puts it to work)
+    node_reason: str = ""  # why the node is cordoned or down (the admin's words)
 
     @property
     def key(self) -> str:

@@ -50,6 +50,7 @@ def gpu_state(
         "sampled_at": iso(sampled_at),
         "stale": sampled_at is None or now - sampled_at > stale_after_s,
         "node_status": target.node_status,
+        "node_reason": target.node_reason,
         "holders": holders,
         "alerts": alerts,
     }

@@ -37,6 +37,7 @@ PUBLIC_FIELDS = (
     "sampled_at",
     "stale",
     "node_status",
+    "node_reason",
 )
 
 

@@ -20,7 +20,7 @@ ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if 
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "portal.web.admin_site.LabAdminConfig",  # django.contrib.admin, its system internals grouped apart
     "django.contrib.auth",
     "axes",  # sign-in lockout: AccessAttempt rows (admin console → Axes) per (username, address)
     "django.contrib.contenttypes",
@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # the API docs' Swagger UI and Redoc as static files
     "accounts",
     "portal.web",
     "portal.oauth",  # before the toolkit: its authorization page is the portal's

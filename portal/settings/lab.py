@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from accounts.env import envbool, envchoice, envint, envmatch, envstr
 
+# Who people ask about the lab (the help pages, /help/): a sentence, an address or both, e.g.
+# "gpu-lab@uni.example, room B-204". Blank: the help pages name the lab's admins.
+LAB_CONTACT = envstr("LAB_CONTACT", "")
+
 # --- Nodes ----------------------------------------------------------------------------
 
 INVENTORY_BACKEND = envchoice("INVENTORY_BACKEND", "local", ("local", "kubernetes"))

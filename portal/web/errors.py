@@ -43,8 +43,8 @@ def portal_error_page(request, exc: PortalError):
     if exc.status == 404:
         return render(request, "errors/404.html", status=404)
     if exc.status == 403:
-        return render(request, "errors/403.html", {"reason": exc.message}, status=403)
-    return render(request, "errors/400.html", {"reason": exc.message}, status=exc.status)
+        return render(request, "errors/403.html", {"reason": exc.message, "help": exc.extra.get("help")}, status=403)
+    return render(request, "errors/400.html", {"reason": exc.message, "help": exc.extra.get("help")}, status=exc.status)
 
 
 def csrf_failure(request, reason=""):

@@ -47,7 +47,7 @@ examples:
   gpulab jobs submit -f job.yaml --follow --wait       # queue, stream its log, exit with its result
   gpulab jobs submit --image python:3.12-slim --gpus 1 --max-runtime 600 -- python -c "print('hi')"
   gpulab jobs wait 42 --timeout 3600 && echo done
-  gpulab nb start pytorch-quarter --open
+  gpulab nb start quarter-gpu --open
   gpulab reserve create --title "Lab 3" --start 2026-12-01T10:00 --end 2026-12-01T12:00 --count 4
   gpulab gpus --watch
   gpulab completion bash > ~/.local/share/bash-completion/completions/gpulab

@@ -231,6 +231,7 @@ class Gpu(Model):
     sampled_at: dt.datetime | None = None
     stale: bool = False
     node_status: str = ""
+    node_reason: str = ""
     available: bool = False
     alerts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 

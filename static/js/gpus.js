@@ -111,6 +111,11 @@
     card.classList.toggle("is-available", !!gpu.available);
     ["ready", "cordoned", "down"].forEach(function (s) { card.classList.toggle("node-" + s, gpu.node_status === s); });
     field(card, "state").textContent = state;
+    var reason = field(card, "node_reason");
+    if (reason) {
+      reason.textContent = gpu.node_reason || "";
+      reason.hidden = gpu.node_status === "ready" || !gpu.node_reason;
+    }
     field(card, "util").textContent = num(gpu.util_pct, " %");
     bar(card, "util", gpu.util_pct);
     var mem = field(card, "mem");

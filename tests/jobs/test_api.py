@@ -149,6 +149,7 @@ def test_quota_is_a_403_with_the_limit(api_as):
         "limit": "max_gpus_per_job",
         "used": 2,
         "allowed": 1,
+        "help": "/help/#limit-max_gpus_per_job",
     }
     assert not Job.objects.exists()
 

@@ -121,7 +121,7 @@ def test_quota_max_jobs_counts_queued_and_running(sam):
     submit(sam)
     with pytest.raises(QuotaExceeded) as error:
         submit(sam)
-    assert error.value.extra == {"limit": "max_jobs", "used": 2, "allowed": 2}
+    assert error.value.extra == {"limit": "max_jobs", "used": 2, "allowed": 2, "help": "/help/#limit-max_jobs"}
     assert Job.objects.count() == 2
 
 

@@ -127,6 +127,7 @@ def test_the_second_notebook_is_403_with_the_limit(course, profiles):
         "limit": "max_notebooks",
         "used": 1,
         "allowed": 1,
+        "help": "/help/#limit-max_notebooks",
     }
     assert "Stop one first" in response.json()["detail"]
 

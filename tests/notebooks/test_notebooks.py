@@ -192,7 +192,12 @@ def test_a_profile_over_the_share_quota_is_refused_with_the_limit(course, quarte
     ada = student(course, "ada")
     with pytest.raises(QuotaExceeded) as caught:
         notebook_request(user=ada, profile=whole.slug)
-    assert caught.value.extra == {"limit": "notebook_gpu_share", "used": 1.0, "allowed": 0.25}
+    assert caught.value.extra == {
+        "limit": "notebook_gpu_share",
+        "used": 1.0,
+        "allowed": 0.25,
+        "help": "/help/#limit-notebook_gpu_share",
+    }
     assert caught.value.message == "“Whole” takes 1 of a GPU; your quota allows 0.25."
 
 

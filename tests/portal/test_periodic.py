@@ -45,3 +45,15 @@ def test_run_periodic_runs_the_nightly_sign_in_sync_of_a_crontab(settings, capsy
     assert "signin-sync: {'synced': 0, 'gone': 0, 'failed': 0}" in capsys.readouterr().out
     assert 0 < _seconds_to_next(crontab(hour=3, minute=15)) <= 24 * 3600
     assert _seconds_to_next(60) == 60.0
+
+
+def test_a_quiet_lab_leaves_the_console_quiet(caplog):
+    """The embedded run's console keeps the portal's address in view: passes that change nothing log nothing at INFO,
+    nor does Celery's line per task run."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    call_command("run_periodic", "--once")
+    noisy = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO and "axes" not in r.name]
+    assert not [m for m in noisy if "succeeded in" in m or m.startswith(("follow:", "scheduling pass:"))], noisy
+    assert not [m for m in noisy if m.startswith("reservations tick:")], noisy

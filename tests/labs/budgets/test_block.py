@@ -85,6 +85,7 @@ def test_a_blocking_budget_refuses_a_notebook_that_counts_for_its_course(lab_rea
         "limit": "budget_gpu_hours",
         "used": 10.5,
         "allowed": 10.0,
+        "help": "/help/#limit-budget_gpu_hours",
     }
     assert not NotebookSession.objects.exists()
 

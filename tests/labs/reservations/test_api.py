@@ -141,6 +141,7 @@ def test_over_the_quota_is_403_quota_exceeded_with_the_limit(lab, ada):
         "limit": "reservation_max_nodes",
         "used": 3,
         "allowed": 2,
+        "help": "/help/#limit-reservation_max_nodes",
     }
 
 

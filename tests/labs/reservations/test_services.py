@@ -147,14 +147,24 @@ def test_quota_limits_hours_nodes_and_node_hours_per_week(lab, teacher):
     )
     with pytest.raises(QuotaExceeded) as caught:
         book(teacher, count=4)
-    assert caught.value.extra == {"limit": "reservation_max_nodes", "used": 4, "allowed": 3}
+    assert caught.value.extra == {
+        "limit": "reservation_max_nodes",
+        "used": 4,
+        "allowed": 3,
+        "help": "/help/#limit-reservation_max_nodes",
+    }
     with pytest.raises(QuotaExceeded) as caught:
         book(teacher, ["gpu01"], end=tomorrow_at(18))
     assert caught.value.extra["limit"] == "reservation_max_hours"
     book(teacher, count=3)  # 6 node-hours
     with pytest.raises(QuotaExceeded) as caught:
         book(teacher, count=3, start=tomorrow_at(17), end=tomorrow_at(19))
-    assert caught.value.extra == {"limit": "reservation_node_hours_week", "used": 6.0, "allowed": 10.0}
+    assert caught.value.extra == {
+        "limit": "reservation_node_hours_week",
+        "used": 6.0,
+        "allowed": 10.0,
+        "help": "/help/#limit-reservation_node_hours_week",
+    }
     assert Reservation.objects.count() == 1
 
 

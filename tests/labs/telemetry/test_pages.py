@@ -79,7 +79,7 @@ def test_admins_see_alerts_with_a_cordon_suggestion(client, lab):
     UserFactory(username="ada", role="admin")
     client.login(username="ada", password=PASSWORD)
     page = client.get("/lab/gpus/").content.decode()
-    assert "Health alerts" in page and "Cordon gpu02 in the admin console" in page
+    assert "Health alerts" in page and 'href="/console/nodes/gpu02/cordon/">Cordon gpu02…' in page
     admin_page = client.get("/admin/labs/gpualert/").content.decode()
     assert "Cordon gpu02" in admin_page and "over 87 °C" in admin_page
 

@@ -36,6 +36,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         due = dict.fromkeys(schedule, time.monotonic())
+        # Celery logs every task it runs ("Task ... succeeded in 0.01s"): at the embedded run's pace (the notebook
+        # queue every 2 s) that buries the portal's address in the console. The tasks say what they changed.
+        logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
         while not stopping:
             for name, entry in schedule.items():
                 if time.monotonic() < due[name]:

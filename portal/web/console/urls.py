@@ -1,0 +1,18 @@
+"""The operations console's pages, under /console/ (included by portal/urls.py)."""
+
+from django.urls import path
+
+from portal.web.console import nodes, overview, people
+
+urlpatterns = [
+    path("console/", overview.console_index, name="console"),
+    path("console/nodes/", nodes.node_list, name="console-nodes"),
+    path("console/nodes/<str:name>/cordon/", nodes.node_action, {"action": "cordon"}, name="console-node-cordon"),
+    path("console/nodes/<str:name>/drain/", nodes.node_action, {"action": "drain"}, name="console-node-drain"),
+    path("console/nodes/<str:name>/uncordon/", nodes.node_action, {"action": "uncordon"}, name="console-node-uncordon"),
+    path("console/people/", people.people_list, name="console-people"),
+    path("console/people/<str:username>/", people.person_detail, name="console-person"),
+    path("console/people/<str:username>/role/", people.person_role, name="console-person-role"),
+    path("console/people/<str:username>/quota/", people.person_quota, name="console-person-quota"),
+    path("console/budgets/", overview.budget_list, name="console-budgets"),
+]
