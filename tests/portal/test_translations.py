@@ -25,6 +25,8 @@ from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserF
 
 LOCALE = Path(settings.BASE_DIR) / "locale"
 DOMAINS = ("django", "djangojs")
+# What scripts/makemessages.sh reads (it ignores tests, sdk, deploy, bench and what is built).
+MARKED = ("accounts", "labs", "jobs", "portal", "templates", "static", "manage.py")
 needs_gettext = pytest.mark.skipif(
     not shutil.which("xgettext"), reason="Debian's gettext (scripts/test.sh installs it)"
 )
@@ -77,16 +79,19 @@ def test_every_msgid_has_its_portuguese_and_none_is_fuzzy(domain):
 
 @needs_gettext
 def test_the_catalogue_holds_exactly_what_the_code_marks(tmp_path, settings, monkeypatch):
-    """makemessages into a scratch directory, as scripts/makemessages.sh runs it: the same msgids, or a string was
-    marked (or changed) in the code and not translated, or a translation outlived its string."""
-    settings.LOCALE_PATHS = [tmp_path]
-    monkeypatch.chdir(settings.BASE_DIR)
-    ignore = [".venv", "node_modules", "var", "tests", "sdk", "deploy", "bench", "build", "staticfiles"]
+    """makemessages over the code, as scripts/makemessages.sh runs it, into a scratch directory: the same msgids, or
+    a string was marked (or changed) in the code and not translated, or a translation outlived its string. (It runs
+    in a directory of links to the code, so the checkout's own locale/ is neither read nor written.)"""
+    code = tmp_path / "code"
+    code.mkdir()
+    for entry in Path(settings.BASE_DIR).iterdir():
+        if entry.name in MARKED:
+            (code / entry.name).symlink_to(entry)
+    settings.LOCALE_PATHS = [tmp_path / "fresh"]
+    monkeypatch.chdir(code)
     for domain in DOMAINS:
-        call_command(
-            "makemessages", locale=["pt_BR"], domain=domain, ignore_patterns=ignore, no_location=True, verbosity=0
-        )
-        fresh = keys(catalogue(tmp_path / "pt_BR" / "LC_MESSAGES" / f"{domain}.po"))
+        call_command("makemessages", locale=["pt_BR"], domain=domain, symlinks=True, no_location=True, verbosity=0)
+        fresh = keys(catalogue(tmp_path / "fresh" / "pt_BR" / "LC_MESSAGES" / f"{domain}.po"))
         kept = keys(catalogue(LOCALE / "pt_BR" / "LC_MESSAGES" / f"{domain}.po"))
         assert sorted(fresh - kept, key=str) == [], f"{domain}: marked in the code, missing from the catalogue"
         assert sorted(kept - fresh, key=str) == [], f"{domain}: in the catalogue, no longer in the code"
