@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
 from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from accounts.locale import speaking
 from accounts.models import Course, User
 from accounts.permissions import require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
@@ -112,7 +113,7 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
             status=NotebookStatus.QUEUED,
             hub_user=hub_username(user),
             requested_at=now,
-            reason="Waiting for a GPU.",
+            reason=_("Waiting for a GPU."),
         )
         enqueue.pass_soon()
     return session
@@ -123,18 +124,25 @@ def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | No
     now = now or timezone.now()
     require_may_stop(user, session)
     by_other = session.user_id != user.pk
-    why = f"Stopped by {user.username}." if by_other else "Stopped by you."
+    why = _("Stopped by %(who)s.") % {"who": user.username} if by_other else _("Stopped by you.")
     with transaction.atomic():
         row = NotebookSession.objects.select_for_update().get(pk=session.pk)
         if row.status == NotebookStatus.QUEUED:
-            session_finish(row, NotebookStatus.STOPPED, "Taken out of the queue before it started.", now=now, by=user)
+            session_finish(
+                row, NotebookStatus.STOPPED, _("Taken out of the queue before it started."), now=now, by=user
+            )
         elif row.status in (NotebookStatus.STARTING, NotebookStatus.READY):
             session_ask_stop(row, why, now=now, by=user)
             if by_other:
+                with speaking(row.user):
+                    told = _("Your notebook “%(name)s” was stopped by %(who)s.") % {
+                        "name": row.profile.name,
+                        "who": user.username,
+                    }
                 notice_send(
                     user=row.user,
                     level="warning",
-                    text=f"Your notebook “{row.profile.name}” was stopped by {user.username}.",
+                    text=told,
                     ref=f"{row.ref}:stopped-by",
                 )
         # Stopping, stopped or failed: nothing more to do (a second press changes nothing).
