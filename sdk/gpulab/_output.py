@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from gpulab.models import Model, parse_time
@@ -26,10 +27,21 @@ def as_json(value: Any) -> str:
     return json.dumps(plain(value), indent=2, sort_keys=False)
 
 
+# Where printed times are: the lab's zone (the portal's LAB_TIME_ZONE, asked once, when a time is first printed), a
+# zone given with --tz, or this machine's (--tz local, or a portal that does not say). Set by the CLI (cli.main).
+_zone: Callable[[], dt.tzinfo | None] | None = None
+
+
+def print_times_in(zone: Callable[[], dt.tzinfo | None] | None) -> None:
+    """Print times in the zone `zone()` returns (asked at most once); None: this machine's zone."""
+    global _zone
+    _zone = functools.cache(zone) if zone is not None else None
+
+
 def when(value: Any) -> str:
-    """A time in the local zone, short; '—' when there is none."""
+    """A time in the lab's zone (or --tz's), short; '—' when there is none."""
     if isinstance(value, dt.datetime):
-        return value.astimezone().strftime("%a %d %b %H:%M")
+        return value.astimezone(_zone() if _zone else None).strftime("%a %d %b %H:%M")
     return "—" if value in (None, "") else str(value)
 
 

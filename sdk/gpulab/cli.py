@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zoneinfo
 
 from gpulab import commands
-from gpulab._output import fit_sentence
+from gpulab._output import fit_sentence, print_times_in
 from gpulab._version import VERSION
 from gpulab.errors import (
     ApiError,
@@ -97,6 +98,12 @@ def _common() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print JSON (for scripts) instead of tables")
     common.add_argument("--url", help="the portal (default: GPULAB_URL, then the config file)")
     common.add_argument("--token", help="an API token (default: GPULAB_TOKEN, then the config file)")
+    common.add_argument(
+        "--tz",
+        metavar="ZONE",
+        help="print times in this zone (an IANA name such as America/Sao_Paulo, or 'local' for this machine's);"
+        " default: the lab's",
+    )
     return common
 
 
@@ -248,8 +255,28 @@ def explain(exc: Exception) -> tuple[int, str]:
     return EXIT_UNREACHABLE, f"{type(exc).__name__}: {exc}"
 
 
+def _zone_of(args: argparse.Namespace):
+    """The zone printed times are in: --tz, else the lab's (GET /api/v1/me/'s lab_time_zone), else this machine's."""
+    wanted = getattr(args, "tz", None)
+    if wanted == "local":
+        return None
+    try:
+        if wanted:
+            return zoneinfo.ZoneInfo(wanted)
+        with commands.client(args) as lab:
+            name = lab.me().lab_time_zone
+        return zoneinfo.ZoneInfo(name) if name else None
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        if wanted:
+            raise GpulabError(f"--tz {wanted}: not a time zone (use an IANA name such as Europe/Berlin)") from exc
+        return None
+    except Exception:  # noqa: BLE001 - a portal that cannot say: this machine's zone, as before
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    print_times_in(lambda: _zone_of(args))
     try:
         code = args.handler(args)
     except KeyboardInterrupt:
