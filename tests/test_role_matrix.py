@@ -37,6 +37,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "": {"get": (302, 200, 200, 200, 200)},
     "login/": {"get": (200, 302, 302, 302, 302), "post": (400, 302, 302, 302, 302), "other": (405, 302, 302, 302, 302)},
     "logout/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
+    "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the scripts' strings
     # The university's sign-in (OpenID Connect): not configured in the tests' settings, so not there (404); with a
     # provider, tests/portal/test_signin_oidc.py drives them (302 to the IdP; the callback's pages for each failure).
     "login/oidc/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},

@@ -57,10 +57,10 @@ COLUMNS = {
     "no_show": gettext_lazy("No-show"),
 }
 WAITS = {
-    "mean": gettext_lazy("mean queue wait of %(kind)s (s)"),
-    "p95": gettext_lazy("95th percentile queue wait of %(kind)s (s)"),
+    "mean": gettext_lazy("%(kind)s wait, mean (s)"),
+    "p95": gettext_lazy("%(kind)s wait, 95th percentile (s)"),
 }
-KINDS = {"job": gettext_lazy("jobs"), "notebook": gettext_lazy("notebooks")}
+KINDS = {"job": gettext_lazy("Job"), "notebook": gettext_lazy("Notebook")}
 
 
 @register.filter
