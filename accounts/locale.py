@@ -24,3 +24,9 @@ def fmt_number(value, places: int = 1) -> str:
     from django.utils import formats
 
     return formats.number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
+
+
+def bcp47(code: str) -> str:
+    """Django's language code as a BCP 47 tag, as OpenID Connect's `locale` claim and browsers write it: "pt-BR"."""
+    language, _, region = code.partition("-")
+    return f"{language}-{region.upper()}" if region else language

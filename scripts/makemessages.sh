@@ -9,3 +9,6 @@ ignore=(--ignore=.venv --ignore=node_modules --ignore=var --ignore=tests --ignor
         --ignore=build --ignore=staticfiles)
 python manage.py makemessages -l "$lang" --no-obsolete --no-location "${ignore[@]}"
 python manage.py makemessages -d djangojs -l "$lang" --no-obsolete --no-location "${ignore[@]}"
+# The extraction date changes at every run and says nothing a translator needs: left out, so the catalogue only
+# changes when its strings do.
+sed -i '/^"POT-Creation-Date: /d' locale/"$lang"/LC_MESSAGES/django.po locale/"$lang"/LC_MESSAGES/djangojs.po

@@ -35,6 +35,8 @@ fi
 # The embedded setup: no outside services, whatever the shell has exported.
 unset DATABASE_URL REDIS_URL
 export DEBUG="${DEBUG:-true}" INVENTORY_BACKEND=local
+# The demo lab is the one the portal was first described for, a Brazilian university: São Paulo's clock, reais.
+export LAB_TIME_ZONE="${LAB_TIME_ZONE:-America/Sao_Paulo}" LAB_CURRENCY="${LAB_CURRENCY:-BRL}"
 # No Celery worker here: the periodic runner moves the notebook queue, so let it look often.
 export NOTEBOOKS_TICK_S="${NOTEBOOKS_TICK_S:-2}"
 mkdir -p var

@@ -37,6 +37,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "": {"get": (302, 200, 200, 200, 200)},
     "login/": {"get": (200, 302, 302, 302, 302), "post": (400, 302, 302, 302, 302), "other": (405, 302, 302, 302, 302)},
     "logout/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
+    "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the scripts' strings
     # The university's sign-in (OpenID Connect): not configured in the tests' settings, so not there (404); with a
     # provider, tests/portal/test_signin_oidc.py drives them (302 to the IdP; the callback's pages for each failure).
     "login/oidc/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},
@@ -95,7 +96,6 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "usage/courses/": {"get": (302, 403, 200, 200, 200)},  # assistants see their courses' usage
     "usage/lab/": {"get": (302, 403, 403, 200, 403)},
     "usage/csv/<slug:table>/": {"get": (302, 404, 404, 404, 404)},  # no such table
-    "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the JavaScript catalogue: public
     # --- help: open to everyone (someone who cannot sign in needs to know whom to ask); an unknown role is 404 -----
     "help/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},
     "help/<str:role>/": {"get": (404, 404, 404, 404, 404), "other": PUBLIC},

@@ -163,6 +163,10 @@ if os.environ.get("JUPYTERHUB_CRYPT_KEY"):
     c.Authenticator.enable_auth_state = True
     c.Authenticator.auth_refresh_age = int(_env("HUB_AUTH_REFRESH_AGE_S", "300"))
     c.Authenticator.refresh_pre_spawn = True
+    # JupyterLab in the person's language at the portal (its `locale` claim: portal_hub.language).
+    from portal_hub.language import person_language
+
+    c.Spawner.auth_state_hook = person_language
 # The hub's own pages are not where notebooks are started: its root and the end of a login without a destination
 # lead back to the portal.
 c.JupyterHub.redirect_to_server = False

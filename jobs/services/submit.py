@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.errors import Conflict, QuotaExceeded
 from accounts.models import User
@@ -36,8 +37,12 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
     limits = effective_quota(user)
     if request.total_gpus > limits.max_gpus_per_job:
         raise QuotaExceeded(
-            f"You may use at most {limits.max_gpus_per_job} GPU{'s' if limits.max_gpus_per_job != 1 else ''}"
-            f" per job; this one asks for {request.total_gpus}.",
+            ngettext(
+                "You may use at most %(max)s GPU per job; this one asks for %(asked)s.",
+                "You may use at most %(max)s GPUs per job; this one asks for %(asked)s.",
+                limits.max_gpus_per_job,
+            )
+            % {"max": limits.max_gpus_per_job, "asked": request.total_gpus},
             limit="max_gpus_per_job",
             used=request.total_gpus,
             allowed=limits.max_gpus_per_job,
@@ -45,8 +50,11 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
     active = Job.objects.filter(owner=user, state__in=ACTIVE_STATES).count()
     if active >= limits.max_jobs:
         raise QuotaExceeded(
-            f"You have {active} jobs queued or running and your limit is {limits.max_jobs}; wait for one to finish"
-            " or cancel one.",
+            _(
+                "You have %(active)s jobs queued or running and your limit is %(max)s; wait for one to finish or"
+                " cancel one."
+            )
+            % {"active": active, "max": limits.max_jobs},
             limit="max_jobs",
             used=active,
             allowed=limits.max_jobs,
@@ -56,8 +64,11 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
     if used + need > limits.gpu_hours_week:
         left = max(limits.gpu_hours_week - used, Decimal(0))
         raise QuotaExceeded(
-            f"At its max runtime this job needs {need:.1f} GPU-hours; you have {left:.1f} of"
-            f" {limits.gpu_hours_week:.0f} left this week. Ask for less time or fewer GPUs.",
+            _(
+                "At its max runtime this job needs %(need)s GPU-hours; you have %(left)s of %(week)s left this week."
+                " Ask for less time or fewer GPUs."
+            )
+            % {"need": f"{need:.1f}", "left": f"{left:.1f}", "week": f"{limits.gpu_hours_week:.0f}"},
             limit="gpu_hours_week",
             used=float(used),
             allowed=float(limits.gpu_hours_week),
@@ -145,7 +156,7 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
     try:
         _check_quota(user, request, now, tell=False)
     except QuotaExceeded as exc:
-        return Preview(False, f"No: {exc.message}")
+        return Preview(False, _("No: %(why)s") % {"why": exc.message})
     return preview(queued_from_request("preview", user, request, now), now=now)
 
 

@@ -15,9 +15,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop, ngettext
 
 from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from accounts.locale import speaking
 from accounts.models import Course, User
 from accounts.permissions import require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
@@ -49,13 +51,13 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
     rate_limit_hit(user=user, action="notebook_start", now=now)
     slug = (profile or "").strip() if isinstance(profile, str) else ""
     if not slug:
-        raise InvalidInput("Choose a profile.", fields={"profile": "Choose one of the profiles offered to you."})
+        raise InvalidInput(_("Choose a profile."), fields={"profile": _("Choose one of the profiles offered to you.")})
     chosen = next((p for p in profiles_offered(user) if p.slug == slug), None)
     if chosen is None:
         # Unknown and not-yours read the same: a profile's existence is not leaked.
         raise InvalidInput(
-            f"There is no profile “{slug[:40]}” for you.",
-            fields={"profile": "Not a profile offered to you: pick one of those listed (GET /api/v1/profiles/)."},
+            _("There is no profile “%(slug)s” for you.") % {"slug": slug[:40]},
+            fields={"profile": _("Not a profile offered to you: pick one of those listed (GET /api/v1/profiles/).")},
         )
     problems = profile_problems(chosen)
     if problems:
@@ -78,8 +80,8 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
     used = week_gpu_hours(user, now=now)
     if used >= quota.gpu_hours_week:
         raise QuotaExceeded(
-            f"You have used {hours_text(used)} of your {hours_text(quota.gpu_hours_week)} GPU-hours this week;"
-            " they come back on Monday.",
+            _("You have used %(used)s of your %(allowed)s GPU-hours this week; they come back on Monday.")
+            % {"used": hours_text(used), "allowed": hours_text(quota.gpu_hours_week)},
             limit="gpu_hours_week",
             used=float(used),
             allowed=float(quota.gpu_hours_week),
@@ -91,8 +93,12 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
         running = NotebookSession.objects.filter(user=user, status__in=NOTEBOOK_ACTIVE).count()
         if running >= quota.max_notebooks:
             raise QuotaExceeded(
-                f"You may run {quota.max_notebooks} notebook{'s' if quota.max_notebooks != 1 else ''} at a time"
-                f" and have {running}. Stop one first.",
+                ngettext(
+                    "You may run %(max)s notebook at a time and have %(running)s. Stop one first.",
+                    "You may run %(max)s notebooks at a time and have %(running)s. Stop one first.",
+                    quota.max_notebooks,
+                )
+                % {"max": quota.max_notebooks, "running": running},
                 limit="max_notebooks",
                 used=running,
                 allowed=quota.max_notebooks,
@@ -107,7 +113,7 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
             status=NotebookStatus.QUEUED,
             hub_user=hub_username(user),
             requested_at=now,
-            reason="Waiting for a GPU.",
+            reason=_("Waiting for a GPU."),
         )
         enqueue.pass_soon()
     return session
@@ -118,18 +124,25 @@ def notebook_stop(*, user: User, session: NotebookSession, now: dt.datetime | No
     now = now or timezone.now()
     require_may_stop(user, session)
     by_other = session.user_id != user.pk
-    why = f"Stopped by {user.username}." if by_other else "Stopped by you."
+    why = _("Stopped by %(who)s.") % {"who": user.username} if by_other else _("Stopped by you.")
     with transaction.atomic():
         row = NotebookSession.objects.select_for_update().get(pk=session.pk)
         if row.status == NotebookStatus.QUEUED:
-            session_finish(row, NotebookStatus.STOPPED, "Taken out of the queue before it started.", now=now, by=user)
+            session_finish(
+                row, NotebookStatus.STOPPED, _("Taken out of the queue before it started."), now=now, by=user
+            )
         elif row.status in (NotebookStatus.STARTING, NotebookStatus.READY):
             session_ask_stop(row, why, now=now, by=user)
             if by_other:
+                with speaking(row.user):
+                    told = _("Your notebook “%(name)s” was stopped by %(who)s.") % {
+                        "name": row.profile.name,
+                        "who": user.username,
+                    }
                 notice_send(
                     user=row.user,
                     level="warning",
-                    text=f"Your notebook “{row.profile.name}” was stopped by {user.username}.",
+                    text=told,
                     ref=f"{row.ref}:stopped-by",
                 )
         # Stopping, stopped or failed: nothing more to do (a second press changes nothing).
@@ -140,7 +153,7 @@ def notebooks_stop_course(*, user: User, course: Course, now: dt.datetime | None
     """A teacher's (or teaching assistant's) "stop all": every live notebook the course's students booked to it
     (never their sessions outside the course). Returns how many were asked to stop."""
     if not courses_staffed_by(user).filter(pk=course.pk).exists():
-        raise NotFound("No such course.")
+        raise NotFound(_("No such course."))
     stopped = 0
     for session in course_sessions_to_stop(user, course):
         before = session.status
@@ -156,7 +169,7 @@ def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | 
     with transaction.atomic():
         row = NotebookSession.objects.select_for_update().select_related("profile").get(pk=session.pk)
         if row.status != NotebookStatus.READY:
-            raise Conflict("Only a running notebook can be extended.")
+            raise Conflict(_("Only a running notebook can be extended."))
         limit = now + dt.timedelta(hours=float(row.profile.max_session_h))
         new_end = min(max(row.ends_at or now, now) + dt.timedelta(minutes=settings.NOTEBOOKS_EXTEND_MIN), limit)
         if row.must_end_by is not None and new_end > row.must_end_by:
@@ -168,8 +181,8 @@ def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | 
             more = added_h * row.profile.gpu_share
             if used + more > quota.gpu_hours_week:
                 raise QuotaExceeded(
-                    f"Extending would need {hours_text(more)} more GPU-hours; you have"
-                    f" {hours_text(max(quota.gpu_hours_week - used, 0))} left this week.",
+                    _("Extending would need %(more)s more GPU-hours; you have %(left)s left this week.")
+                    % {"more": hours_text(more), "left": hours_text(max(quota.gpu_hours_week - used, 0))},
                     limit="gpu_hours_week",
                     used=float(used),
                     allowed=float(quota.gpu_hours_week),

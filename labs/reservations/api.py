@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
@@ -29,7 +31,7 @@ from labs.selectors import nodes_visible_to
 
 
 class IsTeacherOrAdmin(permissions.BasePermission):
-    message = RESERVATIONS_STAFF_ONLY
+    message = gettext_lazy(RESERVATIONS_STAFF_ONLY)  # in the asker's language
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and is_staff(request.user))
@@ -38,7 +40,7 @@ class IsTeacherOrAdmin(permissions.BasePermission):
 class IsLabAdmin(permissions.BasePermission):
     """On the reservation decision endpoint: the same sentence as the approvals page and the service."""
 
-    message = ADMINS_ONLY.format(what="approve reservations")
+    message = format_lazy(gettext_lazy(ADMINS_ONLY), what=gettext_lazy("approve reservations"))
 
     def has_permission(self, request, view) -> bool:
         return bool(request.user and request.user.is_authenticated and request.user.is_lab_admin)

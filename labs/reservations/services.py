@@ -16,6 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from accounts.errors import Conflict, InvalidInput
+from accounts.locale import speaking
 from accounts.models import Course, User
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
@@ -230,7 +231,7 @@ def _end(reservation: Reservation, *, by: User, now: dt.datetime) -> None:
     else:
         reservation.status = ReservationStatus.ENDED
         release_rows(reservation, end_at=now)
-    reservation.status_reason = f"Cancelled by {by.username} at {when(now)}."
+    reservation.status_reason = _("Cancelled by %(who)s at %(at)s.") % {"who": by.username, "at": when(now)}
     reservation.save(update_fields=["status", "status_reason", "ends_at"])
 
 
@@ -241,14 +242,21 @@ def reservation_cancel(*, by: User, reservation: Reservation, now: dt.datetime |
         reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
         require_owner_or_admin(by, reservation.owner_id, RESERVATION_OWNER_ACTION)
         if reservation.status not in HOLDING_STATUSES or reservation.ends_at <= now:
-            raise Conflict(f"This reservation is already {reservation.get_status_display().lower()}.")
+            raise Conflict(
+                _("This reservation is already %(status)s.") % {"status": reservation.get_status_display().lower()}
+            )
         _end(reservation, by=by, now=now)
         _retire_pending_notice(reservation)
         if by.pk != reservation.owner_id:
+            with speaking(reservation.owner):
+                text = _("Your reservation “%(title)s” (%(at)s) was cancelled by %(who)s.") % {
+                    "title": reservation.title,
+                    "at": when(reservation.starts_at),
+                    "who": by.username,
+                }
             notice_send(
                 user=reservation.owner,
-                text=f"Your reservation “{reservation.title}” ({when(reservation.starts_at)}) was cancelled by"
-                f" {by.username}.",
+                text=text,
                 ref=f"reservation:{reservation.pk}:cancelled",
                 level="warning",
             )
@@ -305,18 +313,35 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
     with transaction.atomic():
         reservation = Reservation.objects.select_for_update().get(pk=reservation.pk)
         if reservation.status != ReservationStatus.PENDING:
-            raise Conflict(f"This reservation is {reservation.get_status_display().lower()}, not waiting for you.")
+            raise Conflict(
+                _("This reservation is %(status)s, not waiting for you.")
+                % {"status": reservation.get_status_display().lower()}
+            )
         reservation.decided_by = by
         reservation.decided_at = timezone.now()
         if approve:
             reservation.status = ReservationStatus.APPROVED
-            reservation.status_reason = f"Approved by {by.username}."
-            text = f"Your reservation “{reservation.title}” ({when(reservation.starts_at)}) was approved."
+            reservation.status_reason = _("Approved by %(who)s.") % {"who": by.username}
+            with speaking(reservation.owner):
+                text = _("Your reservation “%(title)s” (%(at)s) was approved.") % {
+                    "title": reservation.title,
+                    "at": when(reservation.starts_at),
+                }
         else:
             reservation.status = ReservationStatus.CANCELLED
-            reservation.status_reason = f"Rejected by {by.username}" + (f": {reason}" if reason else ".")
+            if reason:
+                reservation.status_reason = _("Rejected by %(who)s: %(reason)s") % {
+                    "who": by.username,
+                    "reason": reason,
+                }
+            else:
+                reservation.status_reason = _("Rejected by %(who)s.") % {"who": by.username}
             release_rows(reservation, end_at=None)
-            text = f"Your reservation “{reservation.title}” was rejected: {reason or 'ask an admin why'}."
+            with speaking(reservation.owner):
+                text = _("Your reservation “%(title)s” was rejected: %(reason)s.") % {
+                    "title": reservation.title,
+                    "reason": reason or _("ask an admin why"),
+                }
         reservation.save(update_fields=["status", "status_reason", "decided_by", "decided_at"])
         _retire_pending_notice(reservation)
         notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")

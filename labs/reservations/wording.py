@@ -7,9 +7,12 @@ from decimal import Decimal
 
 from django.utils import timezone
 
+from accounts.timefmt import fmt_datetime
+
 
 def when(moment: dt.datetime) -> str:
-    return timezone.localtime(moment).strftime("%a %d %b %Y %H:%M")
+    """Day and time in the lab's zone and the reader's language: the one rule for time (accounts.timefmt)."""
+    return fmt_datetime(moment)
 
 
 def amount(value: Decimal | float | int) -> str:

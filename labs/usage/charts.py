@@ -86,10 +86,12 @@ def bars(points: list[tuple[str, float]], *, unit: str = "GPU-h", title: str, li
     )
     if limit:
         y = TOP + HEIGHT - HEIGHT * limit / top
+        weekly = escape(_("Weekly quota: %(limit)s %(unit)s") % {"limit": f"{limit:.1f}", "unit": unit})
+        quota = escape(_("quota %(limit)s") % {"limit": f"{limit:.0f}"})
         parts.append(
-            f'<g class="limit"><title>Weekly quota: {limit:.1f} {escape(unit)}</title>'
+            f'<g class="limit"><title>{weekly}</title>'
             f'<line x1="{AXIS}" x2="{width}" y1="{y}" y2="{y}" class="usage-limit" stroke-dasharray="6 4"></line>'
-            f'<text x="{width - 4}" y="{y - 4}" text-anchor="end" class="usage-label">quota {limit:.0f}</text></g>'
+            f'<text x="{width - 4}" y="{y - 4}" text-anchor="end" class="usage-label">{quota}</text></g>'
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))  # noqa: S308 - every text in it is escaped above
@@ -121,8 +123,9 @@ def heat_map(rows: list[str], columns: list[str], values: dict[tuple[str, str], 
                 continue
             shade = round(0.08 + 0.85 * min(max(value, 0), 100) / 100, 2)
             ink = "heat-ink-light" if shade > 0.55 else "heat-ink"
+            use = escape(_("%(value)s %% utilisation") % {"value": f"{value:.0f}"})
             parts.append(
-                f"<g><title>{escape(row)} {escape(column)}:00 — {value:.0f} % utilisation</title>"
+                f"<g><title>{escape(row)} {escape(column)}:00 — {use}</title>"
                 f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" class="heat-cell" fill-opacity="{shade}">'
                 f'</rect><text x="{x + cell / 2}" y="{y + cell * 0.65}" text-anchor="middle" class="{ink}">'
                 f"{value:.0f}</text></g>"

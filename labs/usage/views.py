@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.errors import InvalidInput, NotPermitted
@@ -92,7 +93,7 @@ def my_usage(request):
     quota = reports.week_against_quota(request.user, window.now)
     sessions = reports.sessions_table(scope, window)
     chart = charts.bars(
-        [(row[0], row[1]) for row in weeks.rows], title="Your GPU-hours per week", limit=quota["allowed"]
+        [(row[0], row[1]) for row in weeks.rows], title=_("Your GPU-hours per week"), limit=quota["allowed"]
     )
     context = _context(
         request,
@@ -121,7 +122,8 @@ def course_usage(request):
             students=reports.students_table(scope, window, sort=sort),
             weeks=weeks,
             chart=charts.bars(
-                [(row[0], row[1]) for row in weeks.rows], title=f"{scope.course.code} GPU-hours per week"
+                [(row[0], row[1]) for row in weeks.rows],
+                title=_("%(code)s GPU-hours per week") % {"code": scope.course.code},
             ),
             reservations=reports.reservations_table(scope, window),
             budgets=budgets_use(budgets_visible_to(request.user).filter(course=scope.course), now=window.now),
@@ -153,7 +155,7 @@ def lab_usage(request):
         days=days,
         heat=heat,
         courses_chart=charts.bars([(r[0], r[1]) for r in courses.rows[:30]], title="GPU-hours by course"),
-        days_chart=charts.bars([(r[0], r[1]) for r in days.rows[-60:]], title="GPU-hours per day"),
+        days_chart=charts.bars([(r[0], r[1]) for r in days.rows[-60:]], title=_("GPU-hours per day")),
         heat_chart=charts.heat_map(node_names, HOURS, heat_values, title="Mean GPU utilisation by node and hour"),
     )
     return render(request, "usage/lab.html", context)

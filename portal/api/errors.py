@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
@@ -40,14 +41,12 @@ def _validation_body(detail) -> dict:
     fields = {name: _flatten(errors) for name, errors in detail.items() if name != "non_field_errors"}
     general = _flatten(detail.get("non_field_errors", []))
     if fields:
-        sentence = (
-            "Please correct "
-            + ", ".join(sorted(fields))
-            + ": "
-            + " ".join(f"{name}: {msgs[0]}" for name, msgs in sorted(fields.items()))
-        )
+        sentence = _("Please correct %(fields)s: %(details)s") % {
+            "fields": ", ".join(sorted(fields)),
+            "details": " ".join(f"{name}: {msgs[0]}" for name, msgs in sorted(fields.items())),
+        }
     else:
-        sentence = " ".join(general) or "The request is not valid."
+        sentence = " ".join(general) or _("The request is not valid.")
     body = {"detail": sentence, "code": "invalid", "fields": fields}
     if general:
         body["errors"] = general
@@ -77,11 +76,11 @@ def exception_handler(exc, context):
 
 @csrf_exempt  # the catch-all of unknown API paths changes nothing: a 404 in JSON, not a CSRF page
 def json_not_found(request, exception=None):
-    return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+    return JsonResponse({"detail": _("Not found."), "code": "not_found"}, status=404)
 
 
 def json_server_error(request):
     return JsonResponse(
-        {"detail": "Something went wrong on our side; the lab staff have been told.", "code": "server_error"},
+        {"detail": _("Something went wrong on our side; the lab staff have been told."), "code": "server_error"},
         status=500,
     )

@@ -1,9 +1,12 @@
+from django.conf import settings
 from django.contrib.auth import authenticate
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.locale import language_of
 from accounts.models import TokenSource
 from accounts.selectors import courses_of, effective_quota, role_of
 from accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
@@ -51,6 +54,8 @@ class MeOut(serializers.Serializer):
     courses = CourseOut(many=True)
     quota = QuotaOut()
     usage = UsageOut()
+    lab_time_zone = serializers.CharField(help_text="The lab's time zone (IANA): times are shown and entered in it.")
+    language = serializers.CharField(help_text="The language the portal writes to this person in (pt-br, en).")
 
 
 class MeApi(APIView):
@@ -65,6 +70,8 @@ class MeApi(APIView):
             "courses": courses_of(user),
             "quota": effective_quota(user).as_dict(),
             "usage": usage,
+            "lab_time_zone": settings.TIME_ZONE,
+            "language": language_of(user),
         }
         return Response(MeOut(body).data)
 
@@ -122,7 +129,7 @@ class TokenApi(APIView):
             raise locked_error(request._request, credentials)
         if user is None:
             # One answer for unknown users and wrong passwords: never reveal which accounts exist.
-            raise exceptions.AuthenticationFailed("Wrong username or password.")
+            raise exceptions.AuthenticationFailed(_("Wrong username or password."))
         token, key = token_create(
             user=user,
             name=data.validated_data["name"],

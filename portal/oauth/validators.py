@@ -7,6 +7,7 @@ from typing import Any
 
 from oauth2_provider.oauth2_validators import OAuth2Validator
 
+from accounts.locale import bcp47, language_of
 from accounts.selectors import hub_username, role_of
 
 
@@ -29,6 +30,9 @@ class PortalOAuth2Validator(OAuth2Validator):
             "name": lambda request: request.user.get_full_name() or request.user.username,
             "email": lambda request: request.user.email,
             "groups": lambda request: hub_groups(request.user),
+            # OpenID Connect's standard claim (in "profile"): the person's language at the portal, as a BCP 47 tag
+            # ("pt-BR", "en"); the hub starts their JupyterLab in it (deploy/jupyterhub: portal_hub.language).
+            "locale": lambda request: bcp47(language_of(request.user)),
         }
 
     # A person switched off after the hub's redirect or after a token was issued gets nothing more: not a token

@@ -250,6 +250,8 @@ class Me(Model):
     courses: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     quota: dict[str, Any] = dataclasses.field(default_factory=dict)
     usage: dict[str, Any] = dataclasses.field(default_factory=dict)
+    lab_time_zone: str = ""  # the lab's zone (IANA): the CLI prints times in it unless told otherwise (--tz)
+    language: str = ""  # the language the portal writes to this person in
 
 
 @dataclasses.dataclass(frozen=True)

@@ -135,6 +135,7 @@ def test_the_hub_exchanges_the_code_and_reads_who_signed_in(client):
         "preferred_username": f"u{student.pk}",  # the hub's user: from the account's id, not its name
         "name": "Ada Lovelace",
         "groups": ["student"],
+        "locale": "en",  # the person's language at the portal: the hub starts JupyterLab in it
     }  # no email: the hub does not ask for it
 
     # The ID token is signed with the key the JWKS document publishes, for the hub, about the student.
@@ -172,6 +173,13 @@ def test_the_hub_learns_the_role_as_its_group(browser_client, role):
 
     assert info["groups"] == [role]  # the hub's admin_groups = {"admin"} makes portal admins hub admins
     assert info["preferred_username"] == f"u{User.objects.get(username=f'{role}-x').pk}"
+
+
+def test_the_locale_claim_is_the_persons_chosen_language(client):
+    student = UserFactory(role="student", language="pt-br")
+    sign_in(client, student)
+    tokens = hub_login(client).json()
+    assert userinfo(tokens["access_token"]).json()["locale"] == "pt-BR"
 
 
 def test_email_comes_with_the_email_scope(client):

@@ -170,7 +170,7 @@ def test_the_timeline_spans_a_dst_week_by_real_hours(client, lab, settings):
     signed_in(client, "ada", "teacher")
     # The week of the last Sunday of October 2030 has 169 hours; Sunday starts at 6*24/169 of it.
     html = client.get("/lab/reservations/?week=2030-10-23").content.decode()
-    assert "Week of Monday 21 October 2030" in html
+    assert "Week of 2030-10-21" in html
     assert f'left: {round(100 * 144 / 169, 3)}%">Sun 27' in html
 
 
