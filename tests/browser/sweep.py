@@ -34,6 +34,7 @@ NOW = dt.datetime(2026, 3, 11, 12, 0)
 class Portal:
     url: str
     pages: dict[str, list[str]]  # role -> the detail pages that role can open (the header's links are read off pages)
+    connections: set = dataclasses.field(default_factory=set)  # the tests' database connections, closed at the end
 
 
 def _seed() -> dict[str, list[str]]:
@@ -149,13 +150,26 @@ def portal(django_db_setup, django_db_blocker):
         patch.setattr(timezone, "now", lambda: frozen)
         server = LiveServer("localhost")
         server._live_server_modified_settings.enable()
+        portal = Portal(url=server.url, pages={})
         try:
-            pages = _seed()
-            yield Portal(url=server.url, pages=pages)
+            portal.pages = _seed()
+            yield portal
         finally:
             server._live_server_modified_settings.disable()
             server.stop()
+            for connection in portal.connections:
+                connection.close()
             call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def close_test_connections(portal):
+    """Each test's database connection is closed once the module is done. The tests are `django_db` (the portal's
+    data outlives them), and a test's connection is not the one the module's teardown sees (it lives in the test's
+    context): left open, it would keep the test database from being dropped at the end of the session."""
+    from django.db import connections
+
+    portal.connections.add(connections["default"])
 
 
 @pytest.fixture(scope="module")

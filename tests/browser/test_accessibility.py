@@ -10,7 +10,16 @@ import json
 import pytest
 
 from tests.browser.conftest import ARTIFACTS
-from tests.browser.sweep import LANGUAGES, ROLES, VIEWPORTS, chromium, pages_of, portal, signed_in  # noqa: F401
+from tests.browser.sweep import (  # noqa: F401
+    LANGUAGES,
+    ROLES,
+    VIEWPORTS,
+    chromium,
+    close_test_connections,
+    pages_of,
+    portal,
+    signed_in,
+)
 
 # django_db, not transactional: the module's portal seeds and flushes once (tests/browser/sweep.py); the tests write
 # nothing through the ORM themselves.
@@ -57,3 +66,31 @@ def test_no_serious_or_critical_axe_violation_on_any_page(portal, signed_in, rol
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"axe-{role}-{language}-{viewport}.json").write_text(json.dumps(counts, indent=1))
     assert not found, f"{sum(counts.values())} serious or critical axe-core findings as {role}:\n" + "\n".join(found)
+
+
+def test_the_first_tab_stop_skips_to_the_content_and_every_focus_is_visible(portal, signed_in):  # noqa: F811
+    page = signed_in("student")
+    page.set_viewport_size(VIEWPORTS["desktop"])
+    page.goto(portal.url + "/jobs/")
+    page.keyboard.press("Tab")
+    skip = page.locator(":focus")
+    assert skip.inner_text() == "Skip to content"
+    assert skip.is_visible() and skip.bounding_box()["y"] >= 0  # on screen once focused, off it before
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "content"
+    page.keyboard.press("Tab")  # the next stop is in the page, past the 13-16 links of the header
+    assert page.evaluate("document.activeElement.closest('main') !== null")
+    # Every tab stop of the dashboard shows a focus ring (an outline), the header's included.
+    page.goto(portal.url + "/")
+    stops = 0
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        focused, outline, width = page.evaluate(
+            "(() => { const e = document.activeElement, s = getComputedStyle(e);"
+            " return [e === document.body ? null : e.outerHTML.slice(0, 80), s.outlineStyle, s.outlineWidth]; })()"
+        )
+        if focused is None:  # past the last stop
+            break
+        stops += 1
+        assert outline != "none" and width != "0px", f"no visible focus on {focused}"
+    assert stops > 10
