@@ -6,6 +6,7 @@ import datetime as dt
 
 from django import forms
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from accounts.dates import LabDateFormField
 from accounts.models import Course, Role, User
@@ -13,20 +14,46 @@ from labs.models import Node, NodeStatus
 from labs.reservations.services import NodeRequest
 
 MODES = [("count", "Any free nodes"), ("named", "These nodes"), ("all", "The whole lab")]
+DATE_FORMAT = "%Y-%m-%d"
+DATE_ATTRS = {
+    "inputmode": "numeric",
+    "pattern": r"\d{4}-\d{2}-\d{2}",
+    "placeholder": "2026-03-12",
+    "autocomplete": "off",
+}
+DATE_HELP = gettext_lazy("Year-month-day, e.g. 2026-03-12.")
+TIME_FORMATS = ["%H:%M", "%H.%M", "%H%M"]
+TIME_ATTRS = {"inputmode": "numeric", "pattern": r"\d{1,2}[:.]?\d{2}", "placeholder": "14:00", "autocomplete": "off"}
+TIME_HELP = gettext_lazy("24-hour clock, e.g. 14:00.")
 
 
 class ReservationForm(forms.Form):
     title = forms.CharField(max_length=120, help_text="What people will see, e.g. “DL-101 lab session”.")
-    date = LabDateFormField(widget=forms.DateInput(attrs={"type": "date"}))
-    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="From")
-    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label="Until")
+    # One text field each, in one fixed format: a browser's date and time inputs take three Tab stops apiece
+    # (month/day/year, hour/minute/AM-PM) and read dates the browser's way (03/04 is March or April).
+    date = LabDateFormField(
+        input_formats=[DATE_FORMAT], widget=forms.DateInput(format=DATE_FORMAT, attrs=DATE_ATTRS), help_text=DATE_HELP
+    )
+    start = forms.TimeField(
+        input_formats=TIME_FORMATS,
+        widget=forms.TimeInput(format="%H:%M", attrs=TIME_ATTRS),
+        label="From",
+        help_text=TIME_HELP,
+    )
+    end = forms.TimeField(
+        input_formats=TIME_FORMATS,
+        widget=forms.TimeInput(format="%H:%M", attrs=TIME_ATTRS),
+        label="Until",
+        help_text=TIME_HELP,
+    )
     mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label="Nodes")
     node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label="How many")
     nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Which")
     course = forms.ModelChoiceField(queryset=Course.objects.none(), required=False, empty_label="No course")
     repeat_weekly_until = LabDateFormField(
         required=False,
-        widget=forms.DateInput(attrs={"type": "date"}),
+        input_formats=[DATE_FORMAT],
+        widget=forms.DateInput(format=DATE_FORMAT, attrs=DATE_ATTRS),
         label="Repeat weekly until",
         help_text="Leave empty for a single session; a weekly lab slot repeats at the same local time.",
     )
