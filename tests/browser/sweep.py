@@ -206,8 +206,10 @@ def signed_in(portal, chromium):
                 extra_http_headers={"Accept-Language": LANGUAGES[language]},
                 viewport=VIEWPORTS["desktop"],
             )
-            # Nothing leaves loopback: the API docs' CDN and the like fail at once instead of timing out.
-            context.route(lambda url: not url.startswith(portal.url), lambda route: route.abort())
+            # Nothing leaves loopback: the API docs' CDN and the like fail at once instead of timing out. Nor does a
+            # running job's log follow (a stream that lasts as long as the job, in a server thread that would
+            # outlive the module).
+            context.route(lambda url: not url.startswith(portal.url) or "follow=1" in url, lambda route: route.abort())
             context.add_init_script(path=str(AXE))
             page = context.new_page()
             page.set_default_timeout(15_000)

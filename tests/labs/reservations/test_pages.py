@@ -52,7 +52,21 @@ def test_teacher_books_from_the_form_and_sees_it_on_the_timeline(client, lab):
     timeline = client.get(response["Location"])
     html = timeline.content.decode()
     assert "is booked on 4 nodes" in html
-    assert html.count(f'data-reservation="{reservation.pk}"') == 4 + 1  # four node rows and "my reservations"
+    # four node rows, "my reservations" and the week's table
+    assert html.count(f'data-reservation="{reservation.pk}"') == 4 + 1 + 1
+
+
+def test_the_week_is_also_a_table_one_row_per_booking_with_its_nodes(client, lab):
+    signed_in(client, "ada", "teacher")
+    client.post("/lab/reservations/new/", form(node_count="2"))
+    reservation = Reservation.objects.get()
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    table = html[html.index('data-testid="week-table"') :]
+    table = table[: table.index("</details>")]
+    assert "The week as a table" in table
+    assert table.count(f'<tr data-reservation="{reservation.pk}">') == 1
+    assert "DL-101 lab</a> — ada (yours)" in table and "<td>2: gpu01, gpu02</td>" in table
+    assert f"{timezone.localtime(reservation.starts_at):%a %-d %b, %H:%M}–16:00" in table
 
 
 def test_named_and_all_modes_and_the_course(client, lab):
