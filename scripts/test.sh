@@ -38,9 +38,10 @@ bash scripts/services.sh
 . scripts/_venv.sh
 ensure_venv dev,hub,ldap
 ensure_sdk
-# JupyterHub's proxy from package-lock.json (the notebook tests run a real hub on loopback).
-if [ ! -x node_modules/.bin/configurable-http-proxy ]; then
-  echo "==> installing configurable-http-proxy (npm ci)"
+# From package-lock.json: JupyterHub's proxy (the notebook tests run a real hub on loopback) and axe-core (the
+# browser tests' accessibility sweep injects node_modules/axe-core/axe.min.js into every page).
+if [ ! -x node_modules/.bin/configurable-http-proxy ] || [ ! -f node_modules/axe-core/axe.min.js ]; then
+  echo "==> installing configurable-http-proxy and axe-core (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 

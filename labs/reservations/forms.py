@@ -14,15 +14,43 @@ from labs.models import Node, NodeStatus
 from labs.reservations.services import NodeRequest
 
 MODES = [("count", _("Any free nodes")), ("named", _("These nodes")), ("all", _("The whole lab"))]
+DATE_FORMAT = "%Y-%m-%d"
+DATE_ATTRS = {
+    "inputmode": "numeric",
+    "pattern": r"\d{4}-\d{2}-\d{2}",
+    "placeholder": "2026-03-12",
+    "autocomplete": "off",
+}
+DATE_HELP = _("Year-month-day, e.g. 2026-03-12.")
+TIME_FORMATS = ["%H:%M", "%H.%M", "%H%M"]
+TIME_ATTRS = {"inputmode": "numeric", "pattern": r"\d{1,2}[:.]?\d{2}", "placeholder": "14:00", "autocomplete": "off"}
+TIME_HELP = _("24-hour clock, e.g. 14:00.")
 
 
 class ReservationForm(forms.Form):
     title = forms.CharField(
         max_length=120, label=_("Title"), help_text=_("What people will see, e.g. “DL-101 lab session”.")
     )
-    date = LabDateFormField(widget=forms.DateInput(attrs={"type": "date"}), label=_("Date"))
-    start = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label=_("From"))
-    end = forms.TimeField(widget=forms.TimeInput(attrs={"type": "time"}), label=_("Until"))
+    # One text field each, in one fixed format: a browser's date and time inputs take three Tab stops apiece
+    # (month/day/year, hour/minute/AM-PM) and read dates the browser's way (03/04 is March or April).
+    date = LabDateFormField(
+        input_formats=[DATE_FORMAT],
+        widget=forms.DateInput(format=DATE_FORMAT, attrs=DATE_ATTRS),
+        label=_("Date"),
+        help_text=DATE_HELP,
+    )
+    start = forms.TimeField(
+        input_formats=TIME_FORMATS,
+        widget=forms.TimeInput(format="%H:%M", attrs=TIME_ATTRS),
+        label=_("From"),
+        help_text=TIME_HELP,
+    )
+    end = forms.TimeField(
+        input_formats=TIME_FORMATS,
+        widget=forms.TimeInput(format="%H:%M", attrs=TIME_ATTRS),
+        label=_("Until"),
+        help_text=TIME_HELP,
+    )
     mode = forms.ChoiceField(choices=MODES, widget=forms.RadioSelect, initial="count", label=_("Nodes"))
     node_count = forms.IntegerField(min_value=1, max_value=1000, required=False, initial=1, label=_("How many"))
     nodes = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label=_("Which"))
@@ -31,7 +59,8 @@ class ReservationForm(forms.Form):
     )
     repeat_weekly_until = LabDateFormField(
         required=False,
-        widget=forms.DateInput(attrs={"type": "date"}),
+        input_formats=[DATE_FORMAT],
+        widget=forms.DateInput(format=DATE_FORMAT, attrs=DATE_ATTRS),
         label=_("Repeat weekly until"),
         help_text=_("Leave empty for a single session; a weekly lab slot repeats at the same local time."),
     )

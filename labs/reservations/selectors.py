@@ -144,10 +144,18 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
         {"name": node.name, "status": node.status, "blocks": blocks.get(node.pk, [])}
         for node in Node.objects.order_by("name")
     ]
+    # The same week as a table (the timeline's alternative, readable without colour or a wide screen): one row per
+    # booked window, with its nodes.
+    bookings: dict[tuple, dict] = {}
+    for node in nodes:
+        for block in node["blocks"]:
+            key = (block["id"], block["starts_at"], block["ends_at"])
+            bookings.setdefault(key, {**block, "nodes": []})["nodes"].append(node["name"])
     return {
         "monday": monday,
         "days": [{"date": day, "left": pct(edge)} for day, edge in zip(days[:7], edges[:7], strict=True)],
         "nodes": nodes,
+        "bookings": sorted(bookings.values(), key=lambda booking: (booking["starts_at"], booking["id"])),
         "now": pct(timezone.now()) if start <= timezone.now() < end else None,
         "previous": monday - dt.timedelta(days=7),
         "next": monday + dt.timedelta(days=7),

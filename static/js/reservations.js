@@ -9,6 +9,18 @@
   let pending = null;
   let last = "";
 
+  // The form's times are typed in 24-hour form ("9:00", "09.00" and "0900" mean 09:00); null when not a time.
+  function hhmm(text) {
+    const match = /^\s*(\d{1,2})[:.]?(\d{2})\s*$/.exec(text);
+    if (!match || Number(match[1]) > 23 || Number(match[2]) > 59) return null;
+    return match[1].padStart(2, "0") + ":" + match[2];
+  }
+
+  // The date in the form's one format, year-month-day; "" until it is typed in full.
+  function ymd(text) {
+    return /^\d{4}-\d{2}-\d{2}$/.test(text.trim()) ? text.trim() : "";
+  }
+
   function mode() {
     const checked = form.querySelector('input[name="mode"]:checked');
     return checked ? checked.value : "count";
@@ -27,7 +39,7 @@
   }
 
   async function check() {
-    const date = field("date").value, start = field("start").value, end = field("end").value;
+    const date = ymd(field("date").value), start = hhmm(field("start").value), end = hhmm(field("end").value);
     if (!date || !start || !end) return say(gettext("Choose a date and times to see which nodes are free."));
     if (end <= start) return say(gettext("The end must be after the start."), "bad");
     const query = new URLSearchParams({ starts_at: date + "T" + start, ends_at: date + "T" + end });

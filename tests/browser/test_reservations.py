@@ -74,3 +74,43 @@ def test_a_student_sees_the_timeline_but_no_booking(live_server, page):
     expect(page.get_by_role("link", name="Book nodes")).to_have_count(0)
     page.goto(live_server.url + "/lab/reservations/new/")
     expect(page.get_by_test_id("forbidden-reason")).to_have_text(RESERVATIONS_STAFF_ONLY)
+
+
+def test_a_keyboard_only_booking_books_the_slot_it_was_typed_for(live_server, page):
+    """No mouse: Tab from the top of the page, one stop per field (the date and times are one text field each), the
+    times in 24-hour form; the booking lands on the intended day and hours, not on an AM/PM or month/day guess."""
+    inventory_sync(specs=demo_specs(6), source="demo")
+    UserFactory(username="ada", role="teacher")
+    day = timezone.localdate() + dt.timedelta(days=2)
+    sign_in(page, live_server.url, "ada")
+    page.goto(live_server.url + "/lab/reservations/new/")
+
+    def focused() -> str:
+        return page.evaluate("document.activeElement.name || document.activeElement.textContent.trim()")
+
+    page.keyboard.press("Tab")
+    assert focused() == "Skip to content"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert focused() == "title"
+    page.keyboard.type("Morning lab")
+    for name, text in (("date", day.isoformat()), ("start", "9:00"), ("end", "11:30")):
+        page.keyboard.press("Tab")
+        assert focused() == name  # one Tab stop each
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type(text)
+    expect(page.get_by_test_id("availability")).to_have_text("6 of 6 nodes free 09:00–11:30.")
+    page.keyboard.press("Tab")
+    assert focused() == "mode"  # the radio group: "Any free nodes" is chosen
+    page.keyboard.press("Tab")
+    assert focused() == "node_count"
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type("2")
+    while focused() != "Reserve":
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+
+    expect(page.get_by_role("status")).to_contain_text("“Morning lab” is booked on 2 nodes")
+    booked = Reservation.objects.get()
+    assert timezone.localtime(booked.starts_at).strftime("%Y-%m-%d %H:%M") == f"{day} 09:00"
+    assert timezone.localtime(booked.ends_at).strftime("%Y-%m-%d %H:%M") == f"{day} 11:30"

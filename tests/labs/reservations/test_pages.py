@@ -52,7 +52,21 @@ def test_teacher_books_from_the_form_and_sees_it_on_the_timeline(client, lab):
     timeline = client.get(response["Location"])
     html = timeline.content.decode()
     assert "is booked on 4 nodes" in html
-    assert html.count(f'data-reservation="{reservation.pk}"') == 4 + 1  # four node rows and "my reservations"
+    # four node rows, "my reservations" and the week's table
+    assert html.count(f'data-reservation="{reservation.pk}"') == 4 + 1 + 1
+
+
+def test_the_week_is_also_a_table_one_row_per_booking_with_its_nodes(client, lab):
+    signed_in(client, "ada", "teacher")
+    client.post("/lab/reservations/new/", form(node_count="2"))
+    reservation = Reservation.objects.get()
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    table = html[html.index('data-testid="week-table"') :]
+    table = table[: table.index("</details>")]
+    assert "The week as a table" in table
+    assert table.count(f'<tr data-reservation="{reservation.pk}">') == 1
+    assert "DL-101 lab</a> — ada (yours)" in table and "<td>2: gpu01, gpu02</td>" in table
+    assert f"{timezone.localtime(reservation.starts_at):%a %-d %b, %H:%M}–16:00" in table
 
 
 def test_named_and_all_modes_and_the_course(client, lab):
@@ -82,6 +96,34 @@ def test_bad_input_shows_the_form_again_with_why_and_writes_nothing(client, lab,
     response = client.post("/lab/reservations/new/", form(**overrides))
     assert response.status_code == status
     assert says in response.content.decode()
+    assert not Reservation.objects.exists()
+
+
+def test_the_date_and_times_are_one_text_field_each_in_one_format(client, lab):
+    """One Tab stop per field (a browser's date and time inputs take three), the format said next to it."""
+    signed_in(client, "ada", "teacher")
+    html = client.get("/lab/reservations/new/?date=2026-03-12&start=9:00").content.decode()
+    assert 'type="date"' not in html and 'type="time"' not in html
+    assert 'name="date" value="2026-03-12"' in html and 'aria-describedby="id_date_helptext"' in html
+    assert '<span class="help" id="id_date_helptext">Year-month-day, e.g. 2026-03-12.</span>' in html
+    assert '<span class="help" id="id_start_helptext">24-hour clock, e.g. 14:00.</span>' in html
+
+
+@pytest.mark.parametrize("start,end", [("10:00", "12:00"), ("10.00", "12.00"), ("1000", "1200")])
+def test_times_typed_in_24_hour_form_book_that_slot(client, lab, start, end):
+    signed_in(client, "ada", "teacher")
+    response = client.post("/lab/reservations/new/", form(start=start, end=end))
+    assert response.status_code == 302, response.content.decode()
+    booked = Reservation.objects.get()
+    assert timezone.localtime(booked.starts_at).strftime("%H:%M") == "10:00"
+    assert timezone.localtime(booked.ends_at).strftime("%H:%M") == "12:00"
+
+
+@pytest.mark.parametrize("date", ["03/12/2026", "12/03/2026", "2026-3-12x"])
+def test_a_date_in_another_format_is_refused_not_guessed(client, lab, date):
+    signed_in(client, "ada", "teacher")
+    response = client.post("/lab/reservations/new/", form(date=date))
+    assert response.status_code == 400 and "Enter a valid date." in response.content.decode()
     assert not Reservation.objects.exists()
 
 
