@@ -153,7 +153,8 @@ class Job(models.Model):
         return f"job {self.pk} “{self.name}”"
 
     @property
-    def gpus(self) -> int:
+    def total_gpus(self) -> int:
+        """GPUs over all its nodes (the API's `gpus` is per node: gpus_per_node)."""
         return self.gpus_per_node * self.nodes
 
     @property

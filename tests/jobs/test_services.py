@@ -136,7 +136,7 @@ def test_quota_weekly_gpu_hours(sam):
 def test_datasets_and_a_teachers_high_priority(ada):
     DatasetFactory(name="imagenet")
     job = submit(ada, priority="high", datasets=["imagenet", "imagenet"], nodes=2)
-    assert job.priority == PriorityClass.HIGH and job.datasets == ["imagenet"] and job.gpus == 2
+    assert job.priority == PriorityClass.HIGH and job.datasets == ["imagenet"] and job.total_gpus == 2
 
 
 def _reservation(owner, nodes, *, course=None, start=None, hours=2):
