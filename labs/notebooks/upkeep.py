@@ -17,7 +17,7 @@ from django.db import transaction
 
 from accounts.selectors import effective_quota
 from accounts.services import notice_send
-from labs.ledger import week_gpu_hours, week_start
+from labs.ledger import week_gpu_hours_by_user, week_start
 from labs.models import NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import ServerState
 from labs.notebooks.services import notebook_server_gone, session_ask_stop
@@ -41,99 +41,137 @@ def _gpu_busy(session: NotebookSession, utils: dict[tuple[str, int], GpuUtil]) -
     return util.util_pct >= settings.NOTEBOOKS_IDLE_GPU_PCT
 
 
+class _Week:
+    """This week's GPU-hours and allowance per person, read once a pass for everyone with a ready notebook (one
+    query, week_gpu_hours_by_user) the first time a session needs them."""
+
+    def __init__(self, ready: list[NotebookSession], now: dt.datetime):
+        self.now = now
+        self.start = week_start(now).date().isoformat()
+        self._people = {session.user_id for session in ready}
+        self._used: dict[int, Decimal] | None = None
+        self._allowed: dict[int, Decimal] = {}
+
+    def used(self, session: NotebookSession) -> Decimal:
+        if self._used is None:
+            self._used = week_gpu_hours_by_user(self._people, now=self.now)
+        return self._used.get(session.user_id, Decimal(0))
+
+    def allowed(self, session: NotebookSession) -> Decimal:
+        if session.user_id not in self._allowed:
+            self._allowed[session.user_id] = effective_quota(session.user).gpu_hours_week
+        return self._allowed[session.user_id]
+
+
+def _note_activity(
+    session: NotebookSession, state: ServerState, utils: dict[tuple[str, int], GpuUtil], now: dt.datetime
+) -> list[str]:
+    """The hub's last activity and whether the GPU is busy now, kept on the session; the fields that changed."""
+    changed = []
+    if state.last_activity and (session.last_activity_at is None or state.last_activity > session.last_activity_at):
+        session.last_activity_at = state.last_activity
+        changed.append("last_activity_at")
+    if _gpu_busy(session, utils):
+        session.gpu_busy_at = now
+        changed.append("gpu_busy_at")
+    return changed
+
+
+def _session_length(session: NotebookSession, now: dt.datetime, report: UpkeepReport, changed: list[str]) -> str | None:
+    """The session's end (and a reservation taking the node): warned NOTEBOOKS_WARN_MIN ahead, then stopped."""
+    if session.ends_at is None:
+        return None
+    if now >= session.ends_at:
+        return "Stopped at the end of its session. Start a new one to go on."
+    if now >= session.ends_at - dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN) and session.end_warned_at is None:
+        report.warned += notice_send(
+            user=session.user,
+            level="warning",
+            text=f"Your notebook “{session.profile.name}” ends at {at_local(session.ends_at)}."
+            " Extend it from the Notebooks page if you need longer.",
+            ref=f"{session.ref}:ends:{int(session.ends_at.timestamp())}",
+        )
+        session.end_warned_at = now
+        changed.append("end_warned_at")
+    return None
+
+
+def _idle(session: NotebookSession, now: dt.datetime, report: UpkeepReport, changed: list[str]) -> str | None:
+    """Idle: the hub saw no activity AND the GPU was quiet, both for NOTEBOOKS_IDLE_MIN; warned ahead, then stopped."""
+    idle_after = dt.timedelta(minutes=settings.NOTEBOOKS_IDLE_MIN)
+    marks = [m for m in (session.ready_at, session.last_activity_at, session.gpu_busy_at, session.kept_at) if m]
+    idle_since = max(marks) if marks else now
+    if now - idle_since >= idle_after:
+        return (
+            f"Stopped after {settings.NOTEBOOKS_IDLE_MIN} minutes idle: no activity in the notebook and its"
+            f" GPU under {settings.NOTEBOOKS_IDLE_GPU_PCT} %."
+        )
+    warn_ahead = dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN)
+    if now - idle_since >= idle_after - warn_ahead and (
+        session.idle_warned_at is None or session.idle_warned_at < idle_since
+    ):
+        report.warned += notice_send(
+            user=session.user,
+            level="warning",
+            text=f"Your notebook “{session.profile.name}” looks idle and will be stopped at"
+            f" {at_local(idle_since + idle_after)}. Press Keep running on the Notebooks page to keep it.",
+            ref=f"{session.ref}:idle:{int(idle_since.timestamp())}",
+        )
+        session.idle_warned_at = now
+        changed.append("idle_warned_at")
+    return None
+
+
+def _weekly_hours(
+    session: NotebookSession, week: _Week, now: dt.datetime, report: UpkeepReport, changed: list[str]
+) -> str | None:
+    """The weekly GPU-hours: a warning at NOTEBOOKS_QUOTA_WARN_PCT, a stop after the grace period at 100 %."""
+    used, allowed = week.used(session), week.allowed(session)
+    if allowed > 0 and used * 100 >= allowed * settings.NOTEBOOKS_QUOTA_WARN_PCT:
+        report.warned += notice_send(
+            user=session.user,
+            level="warning",
+            text=f"You have used {hours_text(used)} of your {hours_text(allowed)} GPU-hours this week."
+            " At the limit, running notebooks are stopped.",
+            ref=f"quota-warn:{week.start}",
+        )
+    if used < allowed:
+        return None
+    grace = dt.timedelta(minutes=settings.NOTEBOOKS_QUOTA_GRACE_MIN)
+    if session.quota_over_at is None:
+        session.quota_over_at = now
+        changed.append("quota_over_at")
+        report.warned += notice_send(
+            user=session.user,
+            level="warning",
+            text=f"Your GPU-hours for this week are used up. Your notebook “{session.profile.name}”"
+            f" stops at {at_local(now + grace)}: save your work.",
+            ref=f"{session.ref}:quota:{week.start}",
+        )
+    if now - session.quota_over_at >= grace:
+        return "Stopped: your GPU-hours for this week are used up. They come back on Monday."
+    return None
+
+
 def notebooks_upkeep(*, servers: dict[tuple[str, str], ServerState], now: dt.datetime) -> UpkeepReport:
-    """Look after the ready sessions, given the hub's servers: end those whose server is gone, note activity, warn
-    ahead of and ask for the stops (session length, idle, weekly GPU-hours). The pass calls it on its periodic runs."""
+    """Look after the ready sessions, given the hub's servers: end those whose server is gone, note activity, then
+    the three rules in turn — the session's length, idle, the weekly GPU-hours — each warning ahead of its stop.
+    The pass calls it on its periodic runs."""
     report = UpkeepReport()
     ready = list(NotebookSession.objects.filter(status=NotebookStatus.READY).select_related("profile", "user"))
     utils = gpu_util_of([(s.node, s.gpu_index) for s in ready if s.node and s.gpu_index is not None], now=now)
-    idle_after = dt.timedelta(minutes=settings.NOTEBOOKS_IDLE_MIN)
-    warn_ahead = dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN)
-    # Per person, once a pass: someone may have several notebooks.
-    used_by: dict[int, Decimal] = {}
-    allowed_by: dict[int, Decimal] = {}
+    week = _Week(ready, now)
     for session in ready:
         state = servers.get((session.hub_user, session.server_name))
         if state is None:
             report.stopped += notebook_server_gone(session=session, now=now)
             continue
-        changed = []
-        if state.last_activity and (session.last_activity_at is None or state.last_activity > session.last_activity_at):
-            session.last_activity_at = state.last_activity
-            changed.append("last_activity_at")
-        if _gpu_busy(session, utils):
-            session.gpu_busy_at = now
-            changed.append("gpu_busy_at")
-        stop_reason = None
-
-        # The session length (and a reservation taking the node).
-        if session.ends_at is not None:
-            if now >= session.ends_at:
-                stop_reason = "Stopped at the end of its session. Start a new one to go on."
-            elif now >= session.ends_at - warn_ahead and session.end_warned_at is None:
-                report.warned += notice_send(
-                    user=session.user,
-                    level="warning",
-                    text=f"Your notebook “{session.profile.name}” ends at {at_local(session.ends_at)}."
-                    " Extend it from the Notebooks page if you need longer.",
-                    ref=f"{session.ref}:ends:{int(session.ends_at.timestamp())}",
-                )
-                session.end_warned_at = now
-                changed.append("end_warned_at")
-
-        # Idle: the hub saw no activity AND the GPU was quiet, both for NOTEBOOKS_IDLE_MIN.
-        if stop_reason is None:
-            marks = [m for m in (session.ready_at, session.last_activity_at, session.gpu_busy_at, session.kept_at) if m]
-            idle_since = max(marks) if marks else now
-            if now - idle_since >= idle_after:
-                stop_reason = (
-                    f"Stopped after {settings.NOTEBOOKS_IDLE_MIN} minutes idle: no activity in the notebook and its"
-                    f" GPU under {settings.NOTEBOOKS_IDLE_GPU_PCT} %."
-                )
-            elif now - idle_since >= idle_after - warn_ahead and (
-                session.idle_warned_at is None or session.idle_warned_at < idle_since
-            ):
-                report.warned += notice_send(
-                    user=session.user,
-                    level="warning",
-                    text=f"Your notebook “{session.profile.name}” looks idle and will be stopped at"
-                    f" {at_local(idle_since + idle_after)}. Press Keep running on the Notebooks page to keep it.",
-                    ref=f"{session.ref}:idle:{int(idle_since.timestamp())}",
-                )
-                session.idle_warned_at = now
-                changed.append("idle_warned_at")
-
-        # The weekly GPU-hours: a warning at NOTEBOOKS_QUOTA_WARN_PCT, a stop after the grace period at 100 %.
-        if stop_reason is None:
-            if session.user_id not in used_by:
-                used_by[session.user_id] = week_gpu_hours(session.user, now=now)
-            used = used_by[session.user_id]
-            if session.user_id not in allowed_by:
-                allowed_by[session.user_id] = effective_quota(session.user).gpu_hours_week
-            allowed = allowed_by[session.user_id]
-            week = week_start(now).date().isoformat()
-            if allowed > 0 and used * 100 >= allowed * settings.NOTEBOOKS_QUOTA_WARN_PCT:
-                report.warned += notice_send(
-                    user=session.user,
-                    level="warning",
-                    text=f"You have used {hours_text(used)} of your {hours_text(allowed)} GPU-hours this week."
-                    " At the limit, running notebooks are stopped.",
-                    ref=f"quota-warn:{week}",
-                )
-            if used >= allowed:
-                grace = dt.timedelta(minutes=settings.NOTEBOOKS_QUOTA_GRACE_MIN)
-                if session.quota_over_at is None:
-                    session.quota_over_at = now
-                    changed.append("quota_over_at")
-                    report.warned += notice_send(
-                        user=session.user,
-                        level="warning",
-                        text=f"Your GPU-hours for this week are used up. Your notebook “{session.profile.name}”"
-                        f" stops at {at_local(now + grace)}: save your work.",
-                        ref=f"{session.ref}:quota:{week}",
-                    )
-                if now - session.quota_over_at >= grace:
-                    stop_reason = "Stopped: your GPU-hours for this week are used up. They come back on Monday."
+        changed = _note_activity(session, state, utils, now)
+        stop_reason = (
+            _session_length(session, now, report, changed)
+            or _idle(session, now, report, changed)
+            or _weekly_hours(session, week, now, report, changed)
+        )
         if changed:
             session.save(update_fields=changed)
         if stop_reason is not None:
