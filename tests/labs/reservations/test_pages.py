@@ -66,7 +66,8 @@ def test_the_week_is_also_a_table_one_row_per_booking_with_its_nodes(client, lab
     assert "The week as a table" in table
     assert table.count(f'<tr data-reservation="{reservation.pk}">') == 1
     assert "DL-101 lab</a> — ada (yours)" in table and "<td>2: gpu01, gpu02</td>" in table
-    assert f"{timezone.localtime(reservation.starts_at):%a %-d %b, %H:%M}–16:00" in table
+    # The one rule for time (accounts.timefmt): the lab's zone, a date-time then the end's clock time.
+    assert f"{timezone.localtime(reservation.starts_at):%Y-%m-%d %H:%M}–16:00" in table
 
 
 def test_named_and_all_modes_and_the_course(client, lab):
