@@ -28,6 +28,7 @@ from accounts.models import (
     User,
 )
 from accounts.selectors import token_find, token_hash, token_refusal, tokens_of
+from accounts.usernames import username_taken_sentence
 
 TOKEN_PREFIX = "glp_"
 # Writing last_used_at on every call would be a write per API request.
@@ -86,6 +87,33 @@ def user_upsert(
         else:
             course.teachers.add(user)
     return user, created
+
+
+@transaction.atomic
+def user_rename(*, username: str, new_name: str) -> tuple[int, str]:
+    """Give an account a new name; (its id, its role). It reads and writes only the id, name and role, which every
+    version of the schema has: migration 0009 asks an admin to rename accounts that differ only in case BEFORE it
+    can apply, on a database that may lack later columns still."""
+    rows = User.objects.select_for_update()
+    found = list(rows.filter(username=username).values_list("pk", "role")) or list(
+        rows.named(username).values_list("pk", "role")[:2]
+    )
+    if not found:
+        raise ValidationError({"username": _("There is no account “%(name)s” to rename.") % {"name": username}})
+    if len(found) > 1:
+        raise ValidationError(
+            {"username": _("Several accounts differ from this name only in case: give the exact name.")}
+        )
+    pk, role = found[0]
+    try:
+        User.username_validator(new_name)
+    except ValidationError as exc:
+        raise ValidationError({"username": exc.messages}) from None
+    taken = User.objects.named(new_name).exclude(pk=pk).values_list("username", flat=True).first()
+    if taken is not None:
+        raise ValidationError({"username": username_taken_sentence(taken)})
+    User.objects.filter(pk=pk).update(username=new_name)
+    return pk, role
 
 
 def _account_named(username: str) -> User | None:
