@@ -82,22 +82,28 @@ def _teacher(invitation: RosterInvitation) -> str:
     return (sender.get_full_name() or sender.username) if sender else _("A teacher")
 
 
+def _values(invitation: RosterInvitation, link: str) -> dict[str, str]:
+    """What both invitation e-mails say of the person, the course and the link."""
+    user, course = invitation.user, invitation.course
+    return {
+        "name": user.get_full_name() or user.username,
+        "teacher": _teacher(invitation),
+        "code": course.code,
+        "course": course.name,
+        "lab": settings.LAB_NAME,
+        "username": user.username,
+        "expires": fmt_datetime(invitation.expires_at),
+        "link": link,
+    }
+
+
 def _message(invitation: RosterInvitation, link: str, connection) -> EmailMessage:
     """The invitation e-mail, in the language of the person it goes to."""
     with speaking(invitation.user):
         if invitation.consent:
             return _request_message(invitation, link, connection)
-        user, course = invitation.user, invitation.course
-        values = {
-            "name": user.get_full_name() or user.username,
-            "teacher": _teacher(invitation),
-            "code": course.code,
-            "course": course.name,
-            "lab": settings.LAB_NAME,
-            "username": user.username,
-            "expires": fmt_datetime(invitation.expires_at),
-            "link": link,
-        }
+        user = invitation.user
+        values = _values(invitation, link)
         body = (
             _(
                 "Hello %(name)s,\n\n"
@@ -113,17 +119,8 @@ def _message(invitation: RosterInvitation, link: str, connection) -> EmailMessag
 
 
 def _request_message(invitation: RosterInvitation, link: str, connection) -> EmailMessage:
-    user, course = invitation.user, invitation.course
-    values = {
-        "name": user.get_full_name() or user.username,
-        "teacher": _teacher(invitation),
-        "code": course.code,
-        "course": course.name,
-        "lab": settings.LAB_NAME,
-        "username": user.username,
-        "expires": fmt_datetime(invitation.expires_at),
-        "link": link,
-    }
+    user = invitation.user
+    values = _values(invitation, link)
     body = (
         _(
             "Hello %(name)s,\n\n"
