@@ -164,9 +164,9 @@ def portal(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def close_test_connections(portal):
-    """Each test's database connection is closed once the module is done. The tests are `django_db` (the portal's
-    data outlives them), and a test's connection is not the one the module's teardown sees (it lives in the test's
-    context): left open, it would keep the test database from being dropped at the end of the session."""
+    """Each test's database connection is closed once the module is done. A test's connection (if it opened one) is
+    not the one the module's teardown sees (it lives in the test's context): left open, it would keep the test
+    database from being dropped at the end of the session."""
     from django.db import connections
 
     portal.connections.add(connections["default"])
