@@ -151,6 +151,11 @@ def portal(django_db_setup, django_db_blocker):
         server = LiveServer("localhost")
         server._live_server_modified_settings.enable()
         portal = Portal(url=server.url, pages={})
+        # What the migrations wrote (the role policies, ...): flushed with the rest at the end and put back, as
+        # Django's serialized rollback does, so the database tests after this module still find it.
+        from django.db import connection as default
+
+        written_by_migrations = default.creation.serialize_db_to_string()
         try:
             portal.pages = _seed()
             yield portal
@@ -159,14 +164,22 @@ def portal(django_db_setup, django_db_blocker):
             server.stop()
             for connection in portal.connections:
                 connection.close()
-            call_command("flush", interactive=False, verbosity=0)
+            call_command("flush", interactive=False, verbosity=0, inhibit_post_migrate=True)
+            default.creation.deserialize_db_from_string(written_by_migrations)
+            # The rows came back with their ids; the id sequences, restarted by the flush, follow them.
+            from django.apps import apps
+            from django.core.management.color import no_style
+
+            with default.cursor() as cursor:
+                for statement in default.ops.sequence_reset_sql(no_style(), apps.get_models()):
+                    cursor.execute(statement)
 
 
 @pytest.fixture(autouse=True)
 def close_test_connections(portal):
-    """Each test's database connection is closed once the module is done. A test's connection (if it opened one) is
-    not the one the module's teardown sees (it lives in the test's context): left open, it would keep the test
-    database from being dropped at the end of the session."""
+    """Each test's database connection is closed once the module is done. The tests are `django_db` (the portal's
+    data outlives them), and a test's connection is not the one the module's teardown sees (it lives in the test's
+    context): left open, it would keep the test database from being dropped at the end of the session."""
     from django.db import connections
 
     portal.connections.add(connections["default"])

@@ -21,10 +21,9 @@ from tests.browser.sweep import (  # noqa: F401
     signed_in,
 )
 
-# No django_db mark: the module's portal seeds and flushes once (tests/browser/sweep.py) and the tests touch the
-# database only through its live server. Unmarked, pytest-django runs them after the database tests, so the flush
-# never takes away what the migrations wrote (the role policies) from tests that rely on it.
-pytestmark = [pytest.mark.browser]
+# django_db, not transactional: the module's portal seeds and flushes once (tests/browser/sweep.py); the tests write
+# nothing through the ORM themselves.
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 BLOCKING = ("serious", "critical")
 AXE_RUN = """async () => {

@@ -16,9 +16,7 @@ from tests.browser.sweep import (  # noqa: F401
     signed_in,
 )
 
-# No django_db mark: see tests/browser/test_accessibility.py (the module's portal flushes once, after the database
-# tests have run).
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db]
 
 PHONE = VIEWPORTS["phone"]
 COLLAPSED_HEADER_PX = 80  # the brand and the Menu button on one line; it was 200-277 px of the 844
