@@ -56,6 +56,16 @@ def _fresh_rate_limits(settings):
 
 
 @pytest.fixture(autouse=True)
+def _language_of_the_lab():
+    """Each test starts in the lab's language: a test that activated another one (a page in pt-BR, an e-mail in the
+    recipient's language) must not leave it to the next test's sentences."""
+    from django.utils import translation
+
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_telemetry_state():
     """Each test starts with no live GPU state: the cache (Redis) outlives tests, and the state one test wrote would be
     what the next test's pages and API show."""
