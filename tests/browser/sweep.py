@@ -18,8 +18,6 @@ from django.core.management import call_command
 from django.utils import timezone
 from pytest_django.live_server_helper import LiveServer
 
-from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS
-
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ROLES = ("student", "teacher", "admin")  # the demo lab's users of those names (labs/management/commands/seed_demo.py)
@@ -186,23 +184,9 @@ def close_test_connections(portal):
 
 
 @pytest.fixture(scope="module")
-def chromium():
-    import os
-
-    from playwright.sync_api import sync_playwright
-
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS, headless=True)
-            yield browser
-            browser.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+def chromium(browser):
+    """The module's Chromium: tests/browser/conftest.py's `browser` (one per module, the launch arguments there)."""
+    return browser
 
 
 @pytest.fixture(scope="module")
