@@ -106,7 +106,9 @@ _IFF_UP = 0x1
 
 
 def bwrap() -> str | None:
-    return shutil.which("bwrap")
+    # On the fixed PATH of the processes with rights, as setpriv: the job runner's own PATH is only /bin:/usr/bin,
+    # so a bwrap in /usr/local/bin (built from source, or put there by hand) was reported missing.
+    return shutil.which("bwrap", path=HOST_PATH)
 
 
 @functools.lru_cache(maxsize=4)
