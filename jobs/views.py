@@ -17,7 +17,7 @@ from accounts.selectors import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState
-from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets
+from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets, templates_usable_by
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
 
@@ -76,6 +76,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         "argv": form.argv if form.is_bound and not form.errors.get("command") else [],
         "limits": effective_quota(request.user),
         "gpu_hours_left": left,
+        "templates": templates_usable_by(request.user).order_by("course__code", "name"),
     }
     return render(request, "jobs/form.html", context, status=status)
 
