@@ -33,6 +33,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def _apply_errors(form: JobForm, exc: PortalError) -> None:
     form.add_error(None, exc.message)
+    form.refusal_help = exc.extra.get("help", "")  # where a refusal a person can act on is explained (/help/#…)
     for field, why in exc.extra.get("fields", {}).items():
         if field in form.fields:
             form.add_error(field, why)

@@ -52,7 +52,7 @@ def template_edit(request: HttpRequest, code: str, template_id: int | None = Non
     course = template_course_for(request.user, code, write=True)
     template = template_for_edit(request.user, code, template_id) if template_id is not None else None
     initial = TemplateForm.initial_from(template) if template is not None else None
-    form = TemplateForm(request.POST or None, initial=initial)
+    form = TemplateForm(request.POST if request.method == "POST" else None, initial=initial)
     status = 200
     if request.method == "POST":
         status = 400
@@ -83,7 +83,7 @@ def job_from_template(request: HttpRequest, template_id: int) -> HttpResponse:
     template = template_for_use(request.user, template_id)
     if template is None:
         raise Http404(_("No such template."))
-    form = TemplateFillForm(request.POST or None, template=template)
+    form = TemplateFillForm(request.POST if request.method == "POST" else None, template=template)
     answer, status = None, 200
     if request.method == "POST":
         status = 400
