@@ -35,6 +35,7 @@ PUBLIC = (405, 405, 405, 405, 405)  # public endpoints: 405 for everyone
 MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     # --- pages ---------------------------------------------------------------------------------------------------
     "": {"get": (302, 200, 200, 200, 200)},
+    "dashboard/live/": {"get": (302, 200, 200, 200, 200)},  # the dashboard's live parts (static/js/dashboard.js)
     "login/": {"get": (200, 302, 302, 302, 302), "post": (400, 302, 302, 302, 302), "other": (405, 302, 302, 302, 302)},
     "logout/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
     "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the scripts' strings
