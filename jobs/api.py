@@ -34,11 +34,18 @@ class _StringMapJson(serializers.JSONField):
     """JSON read as it comes; documented as the NAME: value object it must be."""
 
 
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class _AnyMapJson(serializers.JSONField):
+    """JSON read as it comes; documented as the NAME: value object it must be (values of the parameters' types)."""
+
+
 class JobIn(serializers.Serializer):
     """Types only; every rule (allow-list, argv, quotas, reservations) is the service's, for pages and API alike."""
 
-    name = serializers.CharField(max_length=200, allow_blank=True)
-    image = serializers.CharField(max_length=300, allow_blank=True)
+    name = serializers.CharField(
+        max_length=200, allow_blank=True, required=False, default="", help_text="From a template: its name if blank."
+    )
+    image = serializers.CharField(max_length=300, allow_blank=True, required=False, default="")
     command = _StringListJson(
         required=False,
         default=None,
@@ -52,7 +59,17 @@ class JobIn(serializers.Serializer):
         trim_whitespace=False,
         help_text="Instead of command: the text of a script, run as a file by the image's /bin/sh.",
     )
-    gpus = serializers.IntegerField(help_text="GPUs per node.")
+    template = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="Instead of command or script: a job template of one of your courses (it gives image, program and"
+        " sizes).",
+    )
+    parameters = _AnyMapJson(
+        required=False, default=None, help_text='With template: NAME: value for its parameters, e.g. {"EPOCHS": 3}.'
+    )
+    gpus = serializers.IntegerField(required=False, allow_null=True, default=None, help_text="GPUs per node.")
     gpu_share = serializers.FloatField(
         required=False,
         default=None,
@@ -69,8 +86,8 @@ class JobIn(serializers.Serializer):
     bulk = serializers.CharField(
         required=False, default="", allow_blank=True, max_length=32, help_text="Bulk storage at /bulk, e.g. 200Gi."
     )
-    nodes = serializers.IntegerField(required=False, default=1)
-    max_runtime_s = serializers.IntegerField()
+    nodes = serializers.IntegerField(required=False, allow_null=True, default=None)
+    max_runtime_s = serializers.IntegerField(required=False, allow_null=True, default=None)
     priority = serializers.ChoiceField(choices=PriorityClass.choices, required=False, default=PriorityClass.NORMAL)
     reservation = serializers.IntegerField(required=False, allow_null=True, default=None)
     env = _StringMapJson(required=False, default=dict)

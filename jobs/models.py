@@ -206,3 +206,40 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.from_state or '—'} → {self.to_state}"
+
+
+class JobTemplate(models.Model):
+    """A course's ready-made job: what it runs, in which image, how big; its students fill in the declared parameters.
+
+    A parameter's value reaches the job only as an environment variable of its name (and, in a command, as the text
+    of `{NAME}` inside one argument): never through a shell. `parameters` holds the declarations, each
+    {name, label, type: int|float|choice|text, min?, max?, choices?, default?}, checked by services/templates.py.
+    """
+
+    course = models.ForeignKey("accounts.Course", on_delete=models.CASCADE, related_name="job_templates")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True, max_length=2000)
+    image = models.CharField(max_length=255)
+    # argv, or [] with a script: as Job.command and Job.script.
+    command = models.JSONField(default=list, blank=True)
+    script = models.TextField(blank=True, default="")
+    gpus_per_node = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    max_runtime_s = models.PositiveIntegerField(default=3600, validators=[MinValueValidator(1)])
+    parameters = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["course", "name"]
+        constraints = [models.UniqueConstraint(fields=["course", "name"], name="jobtemplate_course_name_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.course_id}: {self.name}"
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command or [])

@@ -9,12 +9,14 @@ from decimal import Decimal
 from django.conf import settings
 from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
-from accounts.errors import NotFound
-from accounts.models import User
+from accounts.errors import NotFound, NotPermitted
+from accounts.models import Course, User
 from accounts.permissions import is_owner_or_admin
-from accounts.selectors import course_ids_active_for, effective_quota, work_visible_to
-from jobs.models import Dataset, Job, JobState
+from accounts.selectors import course_ids_active_for, courses_active_for, effective_quota, work_visible_to
+from jobs.models import Dataset, Job, JobState, JobTemplate
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for
 from labs.ledger import week_gpu_hours
@@ -165,3 +167,49 @@ def runtime_predictions(jobs: Iterable[Job], *, now: dt.datetime | None = None) 
         )
         out[job.pk] = predict_runtime(history or (), float(job.max_runtime_s))
     return out
+
+
+# --- Course job templates -------------------------------------------------------------------------------------------
+TEMPLATES_TEACHERS_WRITE = gettext_noop(
+    "A course's job templates are written by its teachers and admins; its students use them."
+)
+
+
+def template_course_for(user: User, code: str, *, write: bool = False) -> Course:
+    """The course whose templates `user` asks for: its teachers and admins read and write, the people enrolled in it
+    (students, teaching assistants) read (403 when they would write); anyone else gets 404, as for no such course."""
+    course = Course.objects.filter(code=code).first() if isinstance(code, str) else None
+    if course is None or not (user.is_lab_admin or course.teachers.filter(pk=user.pk).exists()):
+        if course is not None and course.enrollments.filter(user=user).exists():
+            if write:
+                raise NotPermitted(_(TEMPLATES_TEACHERS_WRITE))
+            return course
+        raise NotFound(_("No such course."))
+    return course
+
+
+def may_write_templates(user: User, course: Course) -> bool:
+    return user.is_lab_admin or course.teachers.filter(pk=user.pk).exists()
+
+
+def templates_usable_by(user: User) -> QuerySet[JobTemplate]:
+    """The templates a person may submit from: those of their courses in term (admins: every course's)."""
+    templates = JobTemplate.objects.select_related("course")
+    if user.is_lab_admin:
+        return templates
+    return templates.filter(course__in=courses_active_for(user))
+
+
+def template_for_use(user: User, template_id) -> JobTemplate | None:
+    if isinstance(template_id, bool) or not isinstance(template_id, int | str) or not str(template_id).isdigit():
+        return None
+    return templates_usable_by(user).filter(pk=int(template_id)).first()
+
+
+def template_for_edit(user: User, code: str, template_id: int) -> JobTemplate:
+    """A template of the course `code` that `user` may change (its teachers, admins); 403/404 as template_course_for."""
+    course = template_course_for(user, code, write=True)
+    template = course.job_templates.filter(pk=template_id).first()
+    if template is None:
+        raise NotFound(_("No such template."))
+    return template

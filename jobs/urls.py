@@ -2,16 +2,32 @@
 
 from django.urls import path
 
-from jobs import api, api_catalog, views
+from jobs import api, api_catalog, api_templates, views, views_templates
 
 urlpatterns = [
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job-new"),
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
     path("jobs/<int:job_id>/cancel/", views.job_cancel_view, name="job-cancel"),
+    path("jobs/new/template/<int:template_id>/", views_templates.job_from_template, name="job-from-template"),
+    path("courses/<str:code>/job-templates/", views_templates.template_list, name="job-templates"),
+    path("courses/<str:code>/job-templates/new/", views_templates.template_edit, name="job-template-new"),
+    path(
+        "courses/<str:code>/job-templates/<int:template_id>/",
+        views_templates.template_edit,
+        name="job-template",
+    ),
+    path(
+        "courses/<str:code>/job-templates/<int:template_id>/delete/",
+        views_templates.template_delete_view,
+        name="job-template-delete",
+    ),
 ]
 
 api_urlpatterns = [
+    path(
+        "courses/<str:code>/job-templates/", api_templates.CourseJobTemplatesApi.as_view(), name="course-job-templates"
+    ),
     path("images/", api_catalog.ImageListApi.as_view(), name="images"),
     path("jobs/", api.JobListApi.as_view(), name="jobs"),
     path("jobs/preview/", api.JobPreviewApi.as_view(), name="job-preview"),

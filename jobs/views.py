@@ -17,7 +17,7 @@ from accounts.selectors import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState
-from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets
+from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets, templates_usable_by
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
 
@@ -33,6 +33,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def _apply_errors(form: JobForm, exc: PortalError) -> None:
     form.add_error(None, exc.message)
+    form.refusal_help = exc.extra.get("help", "")  # where a refusal a person can act on is explained (/help/#…)
     for field, why in exc.extra.get("fields", {}).items():
         if field in form.fields:
             form.add_error(field, why)
@@ -76,6 +77,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         "argv": form.argv if form.is_bound and not form.errors.get("command") else [],
         "limits": effective_quota(request.user),
         "gpu_hours_left": left,
+        "templates": templates_usable_by(request.user).order_by("course__code", "name"),
     }
     return render(request, "jobs/form.html", context, status=status)
 

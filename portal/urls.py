@@ -51,6 +51,7 @@ api_v1 = [
 
 urlpatterns = [
     path("", web.dashboard, name="dashboard"),
+    path("dashboard/live/", web.dashboard_live, name="dashboard-live"),
     # The pages' scripts' strings in the person's language (gettext() in static/js/, locale/*/djangojs.po).
     path("jsi18n/", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("login/", web.LoginView.as_view(), name="login"),

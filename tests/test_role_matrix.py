@@ -35,6 +35,7 @@ PUBLIC = (405, 405, 405, 405, 405)  # public endpoints: 405 for everyone
 MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     # --- pages ---------------------------------------------------------------------------------------------------
     "": {"get": (302, 200, 200, 200, 200)},
+    "dashboard/live/": {"get": (302, 200, 200, 200, 200)},  # the dashboard's live parts (static/js/dashboard.js)
     "login/": {"get": (200, 302, 302, 302, 302), "post": (400, 302, 302, 302, 302), "other": (405, 302, 302, 302, 302)},
     "logout/": {"post": (302, 302, 302, 302, 302), "other": PUBLIC},
     "jsi18n/": {"get": (200, 200, 200, 200, 200), "other": PUBLIC},  # the scripts' strings
@@ -72,6 +73,15 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "jobs/new/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
     "jobs/<int:job_id>/": {"get": (302, 404, 404, 404, 404)},
     "jobs/<int:job_id>/cancel/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    # Course job templates: a course that does not exist is 404 for everyone (per role: tests/jobs/test_template*.py).
+    "jobs/new/template/<int:template_id>/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "courses/<str:code>/job-templates/": {"get": (302, 404, 404, 404, 404)},
+    "courses/<str:code>/job-templates/new/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "courses/<str:code>/job-templates/<int:template_id>/": {
+        "get": (302, 404, 404, 404, 404),
+        "post": (302, 404, 404, 404, 404),
+    },
+    "courses/<str:code>/job-templates/<int:template_id>/delete/": {"post": (302, 404, 404, 404, 404)},
     "notebooks/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},  # POST without a profile
     "notebooks/<int:notebook_id>/stop/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
     "notebooks/<int:notebook_id>/extend/": {"post": (302, 404, 404, 404, 404)},
@@ -170,6 +180,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "api/v1/notebooks/<int:notebook_id>/": {"get": (401, 404, 404, 404, 404), "delete": (401, 404, 404, 404, 404)},
     "api/v1/notebooks/<int:notebook_id>/extend/": {"post": (401, 404, 404, 404, 404)},
     "api/v1/images/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/courses/<str:code>/job-templates/": {"get": (401, 404, 404, 404, 404), "post": (401, 404, 404, 404, 404)},
     "api/v1/jobs/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
     "api/v1/jobs/preview/": {"post": (401, 400, 400, 400, 400)},
     "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404, 404)},

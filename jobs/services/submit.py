@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from accounts.errors import Conflict, QuotaExceeded
+from accounts.errors import Conflict, InvalidInput, QuotaExceeded
 from accounts.models import User
 from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
@@ -26,7 +26,9 @@ from jobs import enqueue
 from jobs.backends.base import SCRIPT_ARGV
 from jobs.models import ACTIVE_STATES, Job, JobEvent, JobState, StopReason
 from jobs.policy import QueuedJob
+from jobs.selectors import template_for_use
 from jobs.services.scheduling import Preview, formatter, preview, user_key
+from jobs.services.templates import template_request
 from jobs.services.transitions import job_request_stop, transition
 from jobs.services.validation import JobRequest, validate_request
 from labs.budgets.services import budgets_guard
@@ -78,15 +80,33 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
     budgets_guard(user=user, course=request.course, now=now, tell=tell)
 
 
+def _with_template(user: User, fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a submission from a course template (`template`: its id, `parameters`: NAME: value), filled in
+    from it; the fields as they are otherwise. A template the person may not use is "no such template" (400)."""
+    template_id = fields.pop("template", None)
+    parameters = fields.pop("parameters", None)
+    if template_id in (None, ""):
+        if parameters not in (None, {}, ""):
+            why = _("Parameters go with a template; give template too, or leave them out.")
+            raise InvalidInput(why, fields={"parameters": why})
+        return fields
+    template = template_for_use(user, template_id)
+    if template is None:
+        why = _("No such template among your courses' templates.")
+        raise InvalidInput(why, fields={"template": why})
+    return template_request(template=template, parameters=parameters, fields=fields)
+
+
 def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
     """Queue a job. Nothing is written unless every check passes; a scheduling pass follows the commit.
 
     `fields` are validate_request's: name, image, command or script, gpus, max_runtime_s, nodes, priority, reservation,
-    env, datasets, course. The job comes back with the position and reason a dry run of the policy gives.
+    env, datasets, course; or `template` and `parameters` (services/templates.py) in place of the program, image and
+    sizes. The job comes back with the position and reason a dry run of the policy gives.
     """
     now = now or timezone.now()
     rate_limit_hit(user=user, action="job_submit", now=now)
-    request = validate_request(user=user, now=now, **fields)
+    request = validate_request(user=user, now=now, **_with_template(user, fields))
     with transaction.atomic():
         # One submission at a time per person, so max_jobs is counted right.
         User.objects.select_for_update().filter(pk=user.pk).first()
@@ -150,7 +170,7 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
     a dry run of the policy. Writes nothing."""
     now = now or timezone.now()
     rate_limit_hit(user=user, action="job_submit", now=now)
-    request = validate_request(user=user, now=now, **fields)
+    request = validate_request(user=user, now=now, **_with_template(user, fields))
     if (problem := _program_problem(request)) is not None:
         return Preview(False, _("No: it would not start: %(why)s.") % {"why": problem})
     try:

@@ -80,6 +80,7 @@ def reservation_new(request: HttpRequest) -> HttpResponse:
             except PortalError as exc:
                 status = exc.status
                 form.add_error(None, exc.message)
+                form.refusal_help = exc.extra.get("help", "")  # a limit's row on the help page (/help/#limit-…)
                 for field, why in exc.extra.get("fields", {}).items():
                     field = FORM_FIELDS.get(field, field)
                     if field in form.fields:

@@ -115,6 +115,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
+def dashboard_live(request: HttpRequest) -> HttpResponse:
+    """The dashboard's live parts (notices, my notebooks) as they are now: its script swaps them in while it is open."""
+    context = {"notices": notices_for(request.user), "my_notebooks": notebooks_live_of(request.user)}
+    response = render(request, "dashboard/_live.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
 @require_http_methods(["POST"])
 def notice_dismiss_view(request: HttpRequest, notice_id: int) -> HttpResponse:
     notice_dismiss(user=request.user, notice_id=notice_id)

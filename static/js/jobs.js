@@ -37,15 +37,70 @@
     return job.reason || "";
   }
 
+  // The server's date-time ("2026-11-27 14:05", "27/11/2026 14:05" in Portuguese) in the lab's time zone.
+  function dayTime(iso) {
+    const zone = document.body.dataset.labTz;
+    const options = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+    let parts;
+    try {
+      parts = new Intl.DateTimeFormat("en-GB", zone ? { ...options, timeZone: zone } : options).formatToParts(new Date(iso));
+    } catch (error) {
+      parts = new Intl.DateTimeFormat("en-GB", options).formatToParts(new Date(iso));
+    }
+    const p = Object.fromEntries(parts.map((part) => [part.type, part.value]));
+    const day = document.documentElement.lang.startsWith("pt") ? p.day + "/" + p.month + "/" + p.year : p.year + "-" + p.month + "-" + p.day;
+    return day + " " + p.hour + ":" + p.minute;
+  }
+
+  function cell(cls, field, ...children) {
+    const td = document.createElement("td");
+    if (cls) td.className = cls;
+    if (field) td.dataset.field = field;
+    td.append(...children.filter((child) => child !== null && child !== undefined));
+    return td;
+  }
+
+  // A job the page did not have (submitted elsewhere: another tab, the API, the CLI), as the server draws its row.
+  function jobRow(job, table) {
+    const row = document.createElement("tr");
+    row.dataset.jobId = String(job.id);
+    const link = document.createElement("a");
+    link.href = table.dataset.jobUrl.replace("/0/", "/" + job.id + "/");
+    link.textContent = job.name;
+    const number = document.createElement("span");
+    number.className = "muted small";
+    number.textContent = "#" + job.id;
+    const badge = document.createElement("span");
+    badge.dataset.field = "status";
+    setBadge(badge, statusLabel(job));
+    row.append(
+      cell("", "", link, " ", number), cell("", "", job.owner), cell("", "", badge), cell("", "", String(job.gpus * job.nodes)),
+      cell("", "nodes", job.node_names.join(", ")), cell("small", "reason", reasonOf(job)), cell("small", "", dayTime(job.submitted_at)),
+    );
+    return row;
+  }
+
   // --- My jobs -------------------------------------------------------------------------------
   const table = document.getElementById("job-table");
   if (table) {
+    const body = table.tBodies[0];
+    const place = (job) => {
+      const row = jobRow(job, table);
+      const after = Array.from(body.rows).find((other) => Number(other.dataset.jobId) < job.id);
+      body.insertBefore(row, after || null);
+      table.closest(".table-scroll").hidden = false;
+      const none = document.getElementById("no-jobs");
+      if (none) none.hidden = true;
+    };
     const poll = async () => {
       try {
         const jobs = await getJSON(table.dataset.api + "?limit=100");
         for (const job of jobs) {
           const row = table.querySelector('tr[data-job-id="' + job.id + '"]');
-          if (!row) continue;
+          if (!row) {
+            place(job);
+            continue;
+          }
           setBadge(row.querySelector('[data-field="status"]'), statusLabel(job));
           text(row.querySelector('[data-field="nodes"]'), job.node_names.join(", "));
           text(row.querySelector('[data-field="reason"]'), reasonOf(job));
