@@ -236,7 +236,7 @@ def template_fill(template: JobTemplate, values: Any) -> dict[str, str]:
                     _("The parameter %(name)s (%(label)s) must be %(why)s")
                     % {"name": name, "label": declaration["label"], "why": why}
                 )
-        env[name] = f"{value:g}" if isinstance(value, float) else str(value)
+        env[name] = str(value)  # a float as Python writes it back exactly (0.05, 1e-05), never rounded
     return env
 
 
