@@ -209,6 +209,7 @@ class PreviewOut(serializers.Serializer):
     position = serializers.IntegerField(allow_null=True)
     estimated_start = serializers.DateTimeField(allow_null=True)
     node_names = serializers.ListField(child=serializers.CharField())
+    help = serializers.CharField(help_text="Where the limit that says no is explained (/help/#limit-…); or empty.")
 
 
 class JobPreviewApi(APIView):

@@ -350,6 +350,7 @@ class Preview:
     position: int | None = None
     estimated_start: dt.datetime | None = None
     node_names: tuple[str, ...] = ()
+    help: str = ""  # where a limit that says no is explained (the help page's row: QuotaExceeded's `help`)
 
 
 def preview(job: QueuedJob, *, now: dt.datetime | None = None) -> Preview:

@@ -176,7 +176,7 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
     try:
         _check_quota(user, request, now, tell=False)
     except QuotaExceeded as exc:
-        return Preview(False, _("No: %(why)s") % {"why": exc.message})
+        return Preview(False, _("No: %(why)s") % {"why": exc.message}, help=exc.extra.get("help", ""))
     return preview(queued_from_request("preview", user, request, now), now=now)
 
 

@@ -57,9 +57,8 @@ def _declaration(raw: Any, seen: set[str]) -> tuple[dict, str | None]:
         return {}, _("Each parameter is an object with name, label, type and its bounds or choices.")
     name = raw.get("name")
     if not isinstance(name, str) or not PARAMETER_NAME.match(name):
-        return {}, _("A parameter's name is capital letters, digits and _ (e.g. EPOCHS), at most 32: %(name)r.") % {
-            "name": name
-        }
+        why = _("A parameter's name is capital letters, digits and _ (e.g. EPOCHS), at most 32; not “%(name)s”.")
+        return {}, why % {"name": "" if name is None else str(name)[:40]}
     if name in seen:
         return {}, _("The parameter %(name)s is declared twice.") % {"name": name}
     if name in RESERVED_ENV or name.startswith("DATASET_") or env_reader(name) is not None:
@@ -236,7 +235,7 @@ def template_fill(template: JobTemplate, values: Any) -> dict[str, str]:
                     _("The parameter %(name)s (%(label)s) must be %(why)s")
                     % {"name": name, "label": declaration["label"], "why": why}
                 )
-        env[name] = f"{value:g}" if isinstance(value, float) else str(value)
+        env[name] = str(value)  # a float as Python writes it back exactly (0.05, 1e-05), never rounded
     return env
 
 

@@ -341,6 +341,11 @@
         const data = await response.json();
         if (number !== asked) return;
         text(answer, response.ok ? data.sentence : interpolate(gettext("Not like this: %s"), [data.detail]));
+        const help = document.getElementById("job-preview-help");
+        if (help) {
+          help.hidden = !data.help;
+          if (data.help) help.querySelector("a").setAttribute("href", data.help);
+        }
       } catch (error) { /* keep the last answer */ }
     };
     form.addEventListener("input", () => {

@@ -40,6 +40,8 @@ def _seed() -> dict[str, list[str]]:
     starting and ready, a week of GPU-hours in the ledger. Returns each role's detail pages."""
     from accounts.models import User
     from jobs.models import JobState
+    from jobs.services.templates import template_save
+    from labs.images import images_offered
     from labs.models import Allocation, Gpu, NotebookProfile, NotebookSession, NotebookStatus, Reservation
     from tests.jobs.factories import JobFactory
 
@@ -116,8 +118,23 @@ def _seed() -> dict[str, list[str]]:
     reservation = Reservation.objects.get(title="DL-101 lab session")
     pending = Reservation.objects.get(title="NLP-220 final runs")
     common = ["/account/", "/lab/nodes/gpu01/"]
+    template = template_save(
+        user=people["teacher"],
+        course=course,
+        name="Train for N epochs",
+        description="Prints the epochs.",
+        image=next(image.name for image in images_offered() if not image.pattern),
+        script='echo "epochs $EPOCHS"\n',
+        max_runtime_s=600,
+        parameters=[{"name": "EPOCHS", "label": "Epochs", "type": "int", "min": 1, "max": 50, "default": 3}],
+    )
     return {
-        "student": [*common, f"/jobs/{jobs['student'].pk}/"],
+        "student": [
+            *common,
+            f"/jobs/{jobs['student'].pk}/",
+            "/courses/DL-101/job-templates/",
+            f"/jobs/new/template/{template.pk}/",
+        ],
         "teacher": [
             *common,
             f"/lab/reservations/{reservation.pk}/",
@@ -125,6 +142,9 @@ def _seed() -> dict[str, list[str]]:
             "/jobs/new/",
             "/lab/reservations/new/",
             "/courses/DL-101/roster/",
+            "/courses/DL-101/job-templates/",
+            "/courses/DL-101/job-templates/new/",
+            f"/courses/DL-101/job-templates/{template.pk}/",
         ],
         "admin": [
             *common,

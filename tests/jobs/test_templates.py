@@ -200,3 +200,12 @@ def test_parameters_without_a_template_are_a_400():
     body = {"name": "a", "image": IMAGE, "command": ["ls"], "gpus": 1, "max_runtime_s": 600, "parameters": {"A": 1}}
     response = client_of("student-x").post("/api/v1/jobs/", body, format="json")
     assert response.status_code == 400 and "parameters" in response.json()["fields"]
+
+
+def test_a_float_parameter_reaches_the_job_unrounded(course):
+    template = make_template(course)
+    response = client_of("student-x").post(
+        "/api/v1/jobs/", {"template": template.pk, "parameters": {"LR": 0.123456789}}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    assert Job.objects.get().env["LR"] == "0.123456789"

@@ -117,3 +117,27 @@ def test_the_notebook_start_links_a_quota_refusal(client):
     assert response.status_code == 403, response.content.decode()[:2000]
     assert help_link(response) == "/help/#limit-gpu_hours_week"
     assert not NotebookSession.objects.exists()
+
+
+def test_will_it_start_now_links_the_limit_that_says_no_on_the_page_and_in_the_api(client):
+    from rest_framework.test import APIClient
+
+    from accounts.services import token_issue
+
+    ImageRuleFactory()
+    lab(1)
+    user = signed_in(client, "sam")
+    Quota.objects.create(user=user, max_jobs=0)
+    fields = {"name": "a", "image": IMAGE, "kind": "command", "command": "python x.py", "preset": "", "gpus": "1"}
+    fields |= {"nodes": "1", "max_runtime_s": "600", "priority": "normal", "action": "preview"}
+    page = client.post("/jobs/new/", fields).content.decode()
+    assert "No: You have 0 jobs queued or running" in page
+    assert '<p id="job-preview-help"><a href="/help/#limit-max_jobs" data-testid="preview-help">' in page
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(user=user)}")
+    body = {"name": "a", "image": IMAGE, "command": ["python", "x.py"], "gpus": 1, "max_runtime_s": 600}
+    answer = api.post("/api/v1/jobs/preview/", body, format="json").json()
+    assert answer["starts_now"] is False and answer["help"] == "/help/#limit-max_jobs"
+    Quota.objects.filter(user=user).update(max_jobs=5)
+    answer = api.post("/api/v1/jobs/preview/", body, format="json").json()
+    assert answer["starts_now"] is True and answer["help"] == ""
