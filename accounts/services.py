@@ -12,6 +12,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts import audit
 from accounts.errors import Conflict, InvalidInput, NotFound
 from accounts.models import (
     ApiToken,
@@ -66,6 +67,7 @@ def user_upsert(
         if role is None:
             raise ValidationError({"role": _("A new account needs a role.")})
         user = User(username=username)
+    before = {} if created else audit.snapshot(user, USER_AUDIT_FIELDS)
     if rename is not None:
         user.username = rename
     if role is not None:
@@ -78,15 +80,50 @@ def user_upsert(
         user.set_unusable_password()
     user.full_clean(exclude=["password"])
     user.save()
+    _audit_user(user, before, created=created, reason="portal_user")
 
     for code in codes:
         course = courses[code]
         if user.role == Role.STUDENT:
             if not Enrollment.objects.filter(user=user, course=course).exists():
                 enrollment_set(user=user, course=course)
-        else:
+        elif not course.teachers.filter(pk=user.pk).exists():
             course.teachers.add(user)
+            audit.record(
+                action="course.teacher_add",
+                target=course,
+                target_label=course.code,
+                after={"teacher": user.username},
+                course=course,
+            )
     return user, created
+
+
+USER_AUDIT_FIELDS = ("username", "role", "role_source", "email", "first_name", "last_name", "is_active")
+PROFILE_FIELDS = ("username", "email", "first_name", "last_name", "language", "usage_report_email", "is_active")
+
+
+def _audit_user(user: User, before: dict, *, created: bool, reason: str = "") -> None:
+    """An account's role and profile changes as audit entries (role.change, profile.change; user.create)."""
+    after = audit.snapshot(user, USER_AUDIT_FIELDS)
+    if created:
+        audit.record(action="user.create", target=user, after=after, reason=reason)
+        return
+    roles = ("role", "role_source")
+    audit.record(
+        action="role.change",
+        target=user,
+        before={k: v for k, v in before.items() if k in roles},
+        after={k: v for k, v in after.items() if k in roles},
+        reason=reason,
+    )
+    audit.record(
+        action="profile.change",
+        target=user,
+        before={k: v for k, v in before.items() if k not in roles},
+        after={k: v for k, v in after.items() if k not in roles},
+        reason=reason,
+    )
 
 
 @transaction.atomic
@@ -112,7 +149,16 @@ def user_rename(*, username: str, new_name: str) -> tuple[int, str]:
     taken = User.objects.named(new_name).exclude(pk=pk).values_list("username", flat=True).first()
     if taken is not None:
         raise ValidationError({"username": username_taken_sentence(taken)})
+    old = User.objects.filter(pk=pk).values_list("username", flat=True).get()
     User.objects.filter(pk=pk).update(username=new_name)
+    audit.record(
+        action="profile.change",
+        target_type="user",
+        target_id=pk,
+        target_label=new_name,
+        before={"username": old},
+        after={"username": new_name},
+    )
     return pk, role
 
 
@@ -154,16 +200,35 @@ def enrollment_set(
         user=user, course=course, defaults={"role": role, "source": source}
     )
     if not created and enrollment.role != role:
+        before = {"role": enrollment.role, "source": enrollment.source}
         enrollment.role, enrollment.source = role, source
         enrollment.save(update_fields=["role", "source"])
+        _audit_membership("course.member_change", user, course, before, {"role": role, "source": source})
         return enrollment, True
+    if created:
+        _audit_membership("course.member_add", user, course, {}, {"role": role, "source": source})
     return enrollment, created
+
+
+def _audit_membership(action: str, user: User, course: Course, before: dict, after: dict) -> None:
+    audit.record(
+        action=action,
+        target=user,
+        before=before,
+        after=after,
+        course=course,
+        reason=course.code,
+        only_changes=False,
+    )
 
 
 @transaction.atomic
 def enrollment_remove(*, user: User, course: Course) -> bool:
     """Take a person out of a course (student or teaching assistant). True if they were in it."""
+    place = Enrollment.objects.filter(user=user, course=course).values("role", "source").first()
     deleted, _ = Enrollment.objects.filter(user=user, course=course).delete()
+    if deleted:
+        _audit_membership("course.member_remove", user, course, place or {}, {})
     return bool(deleted)
 
 
@@ -221,6 +286,13 @@ def token_create(
         source=source,
         session_generation=generation,
     )
+    audit.record(
+        action="token.create",
+        target=token,
+        target_label=f"{user.username}: {token.prefix}… {token.name}".strip(),
+        after={"user": user.username, "name": token.name, "expires_at": expires_at, "source": source},
+        only_changes=False,
+    )
     return token, key
 
 
@@ -241,13 +313,23 @@ def token_revoke(*, user: User, token_id: int) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+        audit.record(
+            action="token.revoke",
+            target=token,
+            target_label=f"{user.username}: {token.prefix}… {token.name}".strip(),
+            before={"revoked_at": None},
+            after={"revoked_at": token.revoked_at},
+        )
     return token
 
 
 @transaction.atomic
 def token_revoke_all(*, user: User) -> int:
     """Revoke every token of the person; how many were live."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    count = ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    if count:
+        audit.record(action="token.revoke_all", target=user, before={"live_tokens": count}, after={"live_tokens": 0})
+    return count
 
 
 def token_authenticate(key: str, *, now: dt.datetime | None = None) -> tuple[ApiToken | None, str | None]:
@@ -310,7 +392,16 @@ def sessions_end_everywhere(*, user: User) -> int:
     User.objects.filter(pk=user.pk).update(session_generation=models.F("session_generation") + 1)
     user.refresh_from_db(fields=["session_generation"])
     made_in_sessions = ApiToken.objects.filter(user=user, source=TokenSource.SESSION, revoked_at__isnull=True)
-    return made_in_sessions.update(revoked_at=timezone.now())
+    count = made_in_sessions.update(revoked_at=timezone.now())
+    if count:
+        audit.record(
+            action="token.revoke_all",
+            target=user,
+            before={"live_tokens": count},
+            after={"live_tokens": 0},
+            reason="Signed out everywhere.",
+        )
+    return count
 
 
 def user_language_set(*, user: User, language: str) -> str:
@@ -319,7 +410,10 @@ def user_language_set(*, user: User, language: str) -> str:
         raise InvalidInput(
             _("Choose a language from the list."), fields={"language": _("Not a language of the portal.")}
         )
-    User.objects.filter(pk=user.pk).update(language=language)
+    with transaction.atomic():
+        before = User.objects.filter(pk=user.pk).values_list("language", flat=True).get()
+        User.objects.filter(pk=user.pk).update(language=language)
+        audit.record(action="profile.change", target=user, before={"language": before}, after={"language": language})
     user.language = language
     return language
 
@@ -327,8 +421,17 @@ def user_language_set(*, user: User, language: str) -> str:
 def user_report_email_set(*, user: User, wanted: bool) -> bool:
     """Turn the weekly usage summary by e-mail on or off for this person; True if it changed."""
     with transaction.atomic():
-        changed = User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted)
-        return bool(changed.update(usage_report_email=wanted))
+        changed = bool(
+            User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted).update(usage_report_email=wanted)
+        )
+        if changed:
+            audit.record(
+                action="profile.change",
+                target=user,
+                before={"usage_report_email": not wanted},
+                after={"usage_report_email": wanted},
+            )
+        return changed
 
 
 @transaction.atomic
@@ -340,9 +443,11 @@ def user_role_set(*, by: User, user: User, role: str) -> User:
         raise Conflict(_("You cannot change your own role; ask another admin."))
     user = User.objects.select_for_update().get(pk=user.pk)
     if user.role != role or user.role_source != RoleSource.MANUAL:
+        before = audit.snapshot(user, ("role", "role_source"))
         user.role = role
         user.role_source = RoleSource.MANUAL
         user.save()  # save(): is_staff follows the role
+        audit.record(actor=by, action="role.change", target=user, before=before, after=audit.snapshot(user, before))
     return user
 
 
@@ -354,9 +459,11 @@ def quota_set(*, by: User, user: User, limits: dict, note: str = "") -> Quota | 
     if unknown:
         raise InvalidInput(_("Unknown limits."), fields={name: _("No such limit.") for name in sorted(unknown)})
     quota = Quota.objects.select_for_update().filter(user=user).order_by("pk").first()
+    before = audit.snapshot(quota, QUOTA_AUDIT_FIELDS)
     if all(value is None for value in limits.values()) and not note:
         if quota is not None:
             quota.delete()
+            audit.record(actor=by, action="quota.remove", target=user, before=before, after={})
         return None
     quota = quota or Quota(user=user)
     for name in Quota.LIMIT_FIELDS:
@@ -368,4 +475,14 @@ def quota_set(*, by: User, user: User, limits: dict, note: str = "") -> Quota | 
         fields = {name: " ".join(messages) for name, messages in exc.message_dict.items()}
         raise InvalidInput(_("Some limits are not right."), fields=fields) from None
     quota.save()
+    audit.record(
+        actor=by,
+        action="quota.change",
+        target=user,
+        before=before,
+        after=audit.snapshot(quota, before or QUOTA_AUDIT_FIELDS),
+    )
     return quota
+
+
+QUOTA_AUDIT_FIELDS = (*Quota.LIMIT_FIELDS, "note")
