@@ -59,7 +59,8 @@ def current_request_id() -> str:
 def _plain(value: Any) -> Any:
     """A value as JSON can hold it: numbers stay numbers where exact, dates as ISO text, rows by their id."""
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        # One spelling per number: 30 read back from the database is 30.0, and must not count as a change.
+        return format(value.normalize(), "f") if value.is_finite() else str(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, models.Model):
@@ -143,3 +144,16 @@ def record(
         reason=(reason or "")[:500],
         request_id=current_request_id(),
     )
+
+
+def audit_prune(*, now: dt.datetime | None = None) -> int:
+    """The retention sweep (AUDIT_RETENTION_DAYS; 0 keeps everything): how many entries it removed. The one delete
+    of entries the portal has."""
+    from django.conf import settings
+
+    days = settings.AUDIT_RETENTION_DAYS
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    removed, _ = AuditEntry.objects.filter(at__lt=cutoff).delete()
+    return removed
