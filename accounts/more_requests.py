@@ -149,7 +149,7 @@ def more_request_decide(
     now = now or timezone.now()
     if not more_requests_visible_to(by).filter(pk=request_id).exists():
         raise NotFound(_("No such request."))
-    request = MoreRequest.objects.select_for_update().select_related("user", "course").get(pk=request_id)
+    request = MoreRequest.objects.select_for_update(of=("self",)).select_related("user", "course").get(pk=request_id)
     if request.user_id == by.pk:
         raise NotPermitted(_("You cannot decide your own request; a teacher of the course or an admin does."))
     if not may_decide(by, request):

@@ -54,6 +54,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         gpu_hours_left=left,
     )
     answer = None
+    ask_more = ""
     status = 200
     if request.method == "POST":
         status = 400
@@ -70,12 +71,14 @@ def job_new(request: HttpRequest) -> HttpResponse:
             except PortalError as exc:
                 status = exc.status
                 _apply_errors(form, exc)
+                ask_more = exc.extra.get("ask", "")
     context = {
         "form": form,
         "answer": answer,
         "argv": form.argv if form.is_bound and not form.errors.get("command") else [],
         "limits": effective_quota(request.user),
         "gpu_hours_left": left,
+        "ask_more": ask_more,
     }
     return render(request, "jobs/form.html", context, status=status)
 

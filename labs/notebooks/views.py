@@ -73,7 +73,12 @@ def _row(session: NotebookSession, positions: dict[int, int]) -> dict:
 
 
 def _render_list(
-    request: HttpRequest, *, form: NotebookStartForm | None = None, error: str = "", status: int = 200
+    request: HttpRequest,
+    *,
+    form: NotebookStartForm | None = None,
+    error: str = "",
+    status: int = 200,
+    ask_more: str = "",
 ) -> HttpResponse:
     user = request.user
     quota = effective_quota(user)
@@ -88,6 +93,7 @@ def _render_list(
     context = {
         "form": form,
         "error": error,
+        "ask_more": ask_more,
         "chosen": form["profile"].value() or "",
         "cards": [profile_card(profile) for profile in startable],
         "over_quota": [profile_card(profile) for profile in offered if profile.pk not in startable_ids],
@@ -115,7 +121,7 @@ def notebook_list(request: HttpRequest) -> HttpResponse:
     try:
         session = notebook_request(user=request.user, profile=form.cleaned_data["profile"])
     except PortalError as exc:
-        return _render_list(request, form=form, error=exc.message, status=exc.status)
+        return _render_list(request, form=form, error=exc.message, status=exc.status, ask_more=exc.extra.get("ask", ""))
     session = notebook_for(request.user, session.pk)  # as it is after the commit (the pass may have moved it)
     name = session.profile.name
     if session.status == NotebookStatus.READY:
@@ -138,7 +144,7 @@ def notebook_extend_view(request: HttpRequest, notebook_id: int) -> HttpResponse
     try:
         session = notebook_extend(user=request.user, session=session)
     except PortalError as exc:
-        return _render_list(request, error=exc.message, status=exc.status)
+        return _render_list(request, error=exc.message, status=exc.status, ask_more=exc.extra.get("ask", ""))
     until = fmt_time(session.ends_at) if session.ends_at else _("its end")
     messages.success(
         request, _("“%(name)s” keeps running until %(until)s.") % {"name": session.profile.name, "until": until}

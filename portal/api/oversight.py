@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import islice
 
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -12,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.audit_selectors import CSV_HEADER, audit_csv_rows, audit_entries, audit_filter_from, entry_out
-from accounts.errors import InvalidInput
+from accounts.errors import InvalidInput, NotFound
 from accounts.models import Course, MoreRequest, RequestKind
 from accounts.more_requests import more_request_create, more_request_decide
 from accounts.more_requests_selectors import may_decide, more_requests_visible_to
@@ -49,7 +50,7 @@ class AuditApi(_UsageView):
         try:
             limit = min(max(int(request.query_params.get("limit", 200)), 1), AUDIT_PAGE_MAX)
         except ValueError:
-            raise InvalidInput("limit: a whole number.", fields={"limit": "A whole number."}) from None
+            raise InvalidInput(_("Give limit as a whole number."), fields={"limit": _("A whole number.")}) from None
         entries = list(rows[: limit + 1])
         return Response({"entries": [entry_out(entry) for entry in entries[:limit]], "more": len(entries) > limit})
 
@@ -113,7 +114,7 @@ class MoreRequestListApi(APIView):
         if data.get("course"):
             course = Course.objects.filter(code__iexact=data["course"]).first()
             if course is None:
-                raise InvalidInput("course: no such course.", fields={"course": "No such course."})
+                raise InvalidInput(_("No course has this code."), fields={"course": _("No course has this code.")})
         row = more_request_create(
             user=request.user,
             kind=data["kind"],
@@ -128,6 +129,8 @@ class MoreRequestListApi(APIView):
 class MoreRequestDecideApi(APIView):
     @extend_schema(summary="Approve or refuse a request", request=DecideIn, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, request_id: int):
+        if not more_requests_visible_to(request.user).filter(pk=request_id).exists():
+            raise NotFound(_("No such request."))
         data = _valid(DecideIn, request.data)
         row = more_request_decide(
             by=request.user,
