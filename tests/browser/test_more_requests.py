@@ -64,9 +64,10 @@ def test_student_asks_teacher_approves_and_the_override_expires(live_server, bro
     page.goto(live_server.url + "/jobs/new/")
     expect(page.get_by_test_id("quota")).to_contain_text(f"of {weekly + 15:.0f} GPU-hours left this week")
 
-    # Time moves past its end; the periodic sweep closes it and the student sees it over.
+    # Time moves past its end (the last day asked for); the periodic sweep closes it and the student sees it over.
     frozen_now(start + dt.timedelta(days=3))
     assert more_requests_expire()["ended"] == 1
+    sign_in(page, live_server.url, "sam")  # days later: a new session
     page.goto(live_server.url + "/requests/")
     expect(page.get_by_test_id("requests-mine").get_by_test_id("status")).to_have_text("Expired")
     page.goto(live_server.url + "/jobs/new/")
