@@ -79,11 +79,17 @@ class AuditFilter:
         return {key: value for key, value in values.items() if value}
 
 
-def audit_filter_from(params) -> AuditFilter:
-    """The filters of a query string (?actor=&target=&action=&from=&to=); a bad time is a 400 naming it."""
+def audit_filter_from(params, *, blank_ok: bool = True) -> AuditFilter:
+    """The filters of a query string (?actor=&target=&action=&from=&to=); a bad time is a 400 naming it (and, unless
+    `blank_ok` — a page's form sends its empty fields —, a time given empty)."""
 
     def text(name: str) -> str:
         return (params.get(name) or "").strip()[:200]
+
+    for name in ("from", "to"):
+        if not blank_ok and name in params and not text(name):
+            sentence = _("Give %(field)s as a date (YYYY-MM-DD) or an ISO time.") % {"field": name}
+            raise InvalidInput(sentence, fields={name: sentence})
 
     return AuditFilter(
         actor=text("actor"),

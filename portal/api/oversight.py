@@ -19,6 +19,7 @@ from accounts.more_requests import more_request_create, more_request_decide
 from accounts.more_requests_selectors import may_decide, more_requests_visible_to
 from labs.usage import csvstream
 from labs.usage.api import _UsageView
+from labs.usage.params import MOMENT_PATTERN
 
 AUDIT_PAGE_MAX = 1000
 
@@ -35,14 +36,26 @@ class AuditApi(_UsageView):
             OpenApiParameter("actor", OpenApiTypes.STR, description="A username, or `system`."),
             OpenApiParameter("target", OpenApiTypes.STR, description="`type:id` (node:3) or words of its label."),
             OpenApiParameter("action", OpenApiTypes.STR, description="A code (quota.change) or its first part."),
-            OpenApiParameter("from", OpenApiTypes.STR, description="ISO time or date (inclusive)."),
-            OpenApiParameter("to", OpenApiTypes.STR, description="ISO time or date (a date includes its day)."),
+            OpenApiParameter(
+                "from",
+                OpenApiTypes.STR,
+                pattern=MOMENT_PATTERN,
+                allow_blank=False,
+                description="ISO time or date (inclusive).",
+            ),
+            OpenApiParameter(
+                "to",
+                OpenApiTypes.STR,
+                pattern=MOMENT_PATTERN,
+                allow_blank=False,
+                description="ISO time or date (a date includes its day).",
+            ),
             OpenApiParameter("limit", OpenApiTypes.INT, description=f"At most {AUDIT_PAGE_MAX} (JSON); CSV has all."),
         ],
         responses={200: OpenApiTypes.OBJECT, (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR)},
     )
     def get(self, request):
-        rows = audit_entries(request.user, audit_filter_from(request.query_params))
+        rows = audit_entries(request.user, audit_filter_from(request.query_params, blank_ok=False))
         if self.wants_csv():
             return csvstream.csv_response(
                 request._request, filename="audit.csv", header=CSV_HEADER, pages=csv_pages(audit_csv_rows(rows))
