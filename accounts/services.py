@@ -82,7 +82,7 @@ def user_upsert(
         user.set_unusable_password()
     user.full_clean(exclude=["password"])
     user.save()
-    _audit_user(user, before, created=created, reason="portal_user")
+    _audit_user(user, before, created=created)
 
     for code in codes:
         course = courses[code]
