@@ -2,11 +2,14 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html
 from rest_framework.authtoken.models import TokenProxy
 
+from accounts import audit
+from accounts.audit_admin import PROFILE_FIELDS, ROLE_FIELDS, AuditedModelAdmin, audit_formset, audit_user_saved
 from accounts.models import (
     Course,
     CourseRole,
@@ -86,7 +89,34 @@ class UserAdmin(DjangoUserAdmin):
         # hands it back by choosing "From the sign-in's groups").
         if change and "role" in form.changed_data and "role_source" not in form.changed_data:
             obj.role_source = RoleSource.MANUAL
+        stored = User.objects.filter(pk=obj.pk).first() if change else None
+        before = audit.snapshot(stored, ROLE_FIELDS + PROFILE_FIELDS)
         super().save_model(request, obj, form, change)
+        audit_user_saved(request, obj, before, created=not change)
+
+    def delete_model(self, request, obj):
+        audit.record(
+            actor=request.user,
+            action="user.delete",
+            target=obj,
+            before=audit.snapshot(obj, ROLE_FIELDS + PROFILE_FIELDS),
+            reason="admin console",
+            only_changes=False,
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for obj in queryset:
+                audit.record(
+                    actor=request.user,
+                    action="user.delete",
+                    target=obj,
+                    before=audit.snapshot(obj, ROLE_FIELDS + PROFILE_FIELDS),
+                    reason="admin console",
+                    only_changes=False,
+                )
+            super().delete_queryset(request, queryset)
 
     def save_formset(self, request, form, formset, change):
         # A place whose role an admin changes is theirs (as in enrollment_set): the groups leave it alone from now on.
@@ -94,14 +124,24 @@ class UserAdmin(DjangoUserAdmin):
             for inline in formset.forms:
                 if inline.instance.pk and "role" in inline.changed_data and "source" not in inline.changed_data:
                     inline.instance.source = MembershipSource.MANUAL
-        super().save_formset(request, form, formset, change)
+        audit_formset(request, formset, lambda: super(UserAdmin, self).save_formset(request, form, formset, change))
 
     def _set_role(self, request, queryset, role):
         # save() per user so is_staff follows the role; set by hand, the groups leave it alone.
-        for user in queryset:
-            user.role = role
-            user.role_source = RoleSource.MANUAL
-            user.save()
+        with transaction.atomic():
+            for user in queryset:
+                before = audit.snapshot(user, ROLE_FIELDS)
+                user.role = role
+                user.role_source = RoleSource.MANUAL
+                user.save()
+                audit.record(
+                    actor=request.user,
+                    action="role.change",
+                    target=user,
+                    before=before,
+                    after=audit.snapshot(user, ROLE_FIELDS),
+                    reason="admin console",
+                )
         self.message_user(request, f"{queryset.count()} people are now {role}s.")
 
     @admin.action(description="Make the selected people students")
@@ -114,7 +154,18 @@ class UserAdmin(DjangoUserAdmin):
 
     @admin.action(description="Deactivate the selected people (they can no longer sign in)")
     def deactivate(self, request, queryset):
-        count = queryset.exclude(pk=request.user.pk).update(is_active=False)
+        with transaction.atomic():
+            people = list(queryset.exclude(pk=request.user.pk).filter(is_active=True).select_for_update())
+            count = User.objects.filter(pk__in=[person.pk for person in people]).update(is_active=False)
+            for person in people:
+                audit.record(
+                    actor=request.user,
+                    action="profile.change",
+                    target=person,
+                    before={"is_active": True},
+                    after={"is_active": False},
+                    reason="admin console",
+                )
         self.message_user(request, f"{count} people deactivated.")
 
 
@@ -124,13 +175,28 @@ class CourseQuotaInline(_QuotaInline):
 
 
 @admin.register(Course)
-class CourseAdmin(admin.ModelAdmin):
+class CourseAdmin(AuditedModelAdmin):
     list_display = ["code", "name", "term", "term_start", "term_end", "student_count", "roster_link"]
     list_filter = ["term_end"]
     search_fields = ["code", "name"]
     date_hierarchy = "term_start"
     filter_horizontal = ["teachers"]
     inlines = [CourseQuotaInline, EnrollmentInline]
+
+    def save_related(self, request, form, formsets, change):
+        before = sorted(form.instance.teachers.values_list("username", flat=True)) if change else []
+        super().save_related(request, form, formsets, change)
+        after = sorted(form.instance.teachers.values_list("username", flat=True))
+        audit.record(
+            actor=request.user,
+            action="course.teachers_change",
+            target=form.instance,
+            target_label=form.instance.code,
+            before={"teachers": before},
+            after={"teachers": after},
+            course=form.instance,
+            reason="admin console",
+        )
 
     def get_queryset(self, request):
         students = Count("enrollments", filter=Q(enrollments__role=CourseRole.STUDENT), distinct=True)
@@ -146,7 +212,7 @@ class CourseAdmin(admin.ModelAdmin):
 
 
 @admin.register(Enrollment)
-class EnrollmentAdmin(admin.ModelAdmin):
+class EnrollmentAdmin(AuditedModelAdmin):
     list_display = ["user", "course", "role", "source", "enrolled_at"]
     list_filter = ["role", "source", "course"]
     search_fields = ["user__username", "course__code"]
@@ -183,7 +249,7 @@ class EnrollmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(AuditedModelAdmin):
     list_display = ["__str__", *Quota.LIMIT_FIELDS]
     list_filter = ["role"]
     search_fields = ["user__username", "course__code", "note"]
@@ -196,7 +262,7 @@ class QuotaAdmin(admin.ModelAdmin):
 
 
 @admin.register(ExternalIdentity)
-class ExternalIdentityAdmin(admin.ModelAdmin):
+class ExternalIdentityAdmin(AuditedModelAdmin):
     """Who is who at the university's sign-in. Add a row to link an existing account to its university identity."""
 
     list_display = ["user", "kind", "issuer", "subject", "last_seen_at"]

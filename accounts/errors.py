@@ -6,7 +6,9 @@ contract promises for that error (such as the conflicting windows of a 409).
 
 from __future__ import annotations
 
+import math
 from typing import Any
+from urllib.parse import urlencode
 
 # The help pages (portal/web/help_pages.py): a refusal a person can act on points there.
 HELP_PATH = "/help/"
@@ -50,15 +52,25 @@ class NotFound(PortalError):
     code = "not_found"
 
 
+# The limits a request for more can lift (accounts.more_requests), and the page that asks.
+ASKABLE_LIMITS = frozenset({"gpu_hours_week", "budget_gpu_hours"})
+ASK_PATH = "/requests/new/"
+
+
 class QuotaExceeded(PortalError):
     """403 with the limit that was hit: `limit` (its name), `used` and `allowed`."""
 
     status = 403
     code = "quota_exceeded"
 
-    def __init__(self, message: str, *, limit: str, used: float, allowed: float) -> None:
+    def __init__(self, message: str, *, limit: str, used: float, allowed: float, need: float = 0) -> None:
         # `help`: where the limit is explained (the help page's row for it), for the pages and API clients to link.
-        super().__init__(message, limit=limit, used=used, allowed=allowed, help=f"{HELP_PATH}#limit-{limit}")
+        extra = {"help": f"{HELP_PATH}#limit-{limit}"}
+        if limit in ASKABLE_LIMITS:
+            # `ask`: the request-for-more form with the numbers filled in (the GPU-hours missing, at least one).
+            missing = max(math.ceil(float(used) + float(need) - float(allowed)), 1)
+            extra["ask"] = f"{ASK_PATH}?{urlencode({'kind': 'gpu_hours', 'amount': missing})}"
+        super().__init__(message, limit=limit, used=used, allowed=allowed, **extra)
 
 
 class RateLimited(PortalError):

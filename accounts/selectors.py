@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from accounts.errors import NotFound
 from accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, RosterInvitation, User
+from accounts.more_requests_selectors import weekly_gpu_hours_with_overrides
 from accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
 from accounts.timefmt import fmt_datetime
 
@@ -334,6 +335,12 @@ def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
             sources[name] = f"course {best[1]}"
 
     _apply(Quota.objects.filter(user=user).first(), values, sources, "user")
+
+    # Approved requests for more, while in force (accounts.more_requests).
+    weekly, override = weekly_gpu_hours_with_overrides(user, values["gpu_hours_week"])
+    if override is not None:
+        values["gpu_hours_week"] = weekly
+        sources["gpu_hours_week"] = f"request #{override}"
 
     return QuotaLimits(**values, sources=sources)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import secrets
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -12,6 +10,7 @@ from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts import audit
 from accounts.errors import Conflict, InvalidInput, NotFound
 from accounts.models import (
     ApiToken,
@@ -27,12 +26,16 @@ from accounts.models import (
     TokenSource,
     User,
 )
-from accounts.selectors import token_find, token_hash, token_refusal, tokens_of
+from accounts.services_tokens import TOKEN_LIFETIME_MAX_DAYS as TOKEN_LIFETIME_MAX_DAYS
+from accounts.services_tokens import TOKEN_PREFIX as TOKEN_PREFIX
+from accounts.services_tokens import TOKEN_TOUCH_EVERY as TOKEN_TOUCH_EVERY
+from accounts.services_tokens import token_authenticate as token_authenticate
+from accounts.services_tokens import token_create as token_create
+from accounts.services_tokens import token_expiry as token_expiry
+from accounts.services_tokens import token_issue as token_issue
+from accounts.services_tokens import token_revoke as token_revoke
+from accounts.services_tokens import token_revoke_all as token_revoke_all
 from accounts.usernames import username_taken_sentence
-
-TOKEN_PREFIX = "glp_"
-# Writing last_used_at on every call would be a write per API request.
-TOKEN_TOUCH_EVERY = dt.timedelta(minutes=1)
 
 
 @transaction.atomic
@@ -66,6 +69,7 @@ def user_upsert(
         if role is None:
             raise ValidationError({"role": _("A new account needs a role.")})
         user = User(username=username)
+    before = {} if created else audit.snapshot(user, USER_AUDIT_FIELDS)
     if rename is not None:
         user.username = rename
     if role is not None:
@@ -78,15 +82,50 @@ def user_upsert(
         user.set_unusable_password()
     user.full_clean(exclude=["password"])
     user.save()
+    _audit_user(user, before, created=created)
 
     for code in codes:
         course = courses[code]
         if user.role == Role.STUDENT:
             if not Enrollment.objects.filter(user=user, course=course).exists():
                 enrollment_set(user=user, course=course)
-        else:
+        elif not course.teachers.filter(pk=user.pk).exists():
             course.teachers.add(user)
+            audit.record(
+                action="course.teacher_add",
+                target=course,
+                target_label=course.code,
+                after={"teacher": user.username},
+                course=course,
+            )
     return user, created
+
+
+USER_AUDIT_FIELDS = ("username", "role", "role_source", "email", "first_name", "last_name", "is_active")
+PROFILE_FIELDS = ("username", "email", "first_name", "last_name", "language", "usage_report_email", "is_active")
+
+
+def _audit_user(user: User, before: dict, *, created: bool, reason: str = "") -> None:
+    """An account's role and profile changes as audit entries (role.change, profile.change; user.create)."""
+    after = audit.snapshot(user, USER_AUDIT_FIELDS)
+    if created:
+        audit.record(action="user.create", target=user, after=after, reason=reason)
+        return
+    roles = ("role", "role_source")
+    audit.record(
+        action="role.change",
+        target=user,
+        before={k: v for k, v in before.items() if k in roles},
+        after={k: v for k, v in after.items() if k in roles},
+        reason=reason,
+    )
+    audit.record(
+        action="profile.change",
+        target=user,
+        before={k: v for k, v in before.items() if k not in roles},
+        after={k: v for k, v in after.items() if k not in roles},
+        reason=reason,
+    )
 
 
 @transaction.atomic
@@ -112,7 +151,16 @@ def user_rename(*, username: str, new_name: str) -> tuple[int, str]:
     taken = User.objects.named(new_name).exclude(pk=pk).values_list("username", flat=True).first()
     if taken is not None:
         raise ValidationError({"username": username_taken_sentence(taken)})
+    old = User.objects.filter(pk=pk).values_list("username", flat=True).get()
     User.objects.filter(pk=pk).update(username=new_name)
+    audit.record(
+        action="profile.change",
+        target_type="user",
+        target_id=pk,
+        target_label=new_name,
+        before={"username": old},
+        after={"username": new_name},
+    )
     return pk, role
 
 
@@ -154,116 +202,36 @@ def enrollment_set(
         user=user, course=course, defaults={"role": role, "source": source}
     )
     if not created and enrollment.role != role:
+        before = {"role": enrollment.role, "source": enrollment.source}
         enrollment.role, enrollment.source = role, source
         enrollment.save(update_fields=["role", "source"])
+        _audit_membership("course.member_change", user, course, before, {"role": role, "source": source})
         return enrollment, True
+    if created:
+        _audit_membership("course.member_add", user, course, {}, {"role": role, "source": source})
     return enrollment, created
+
+
+def _audit_membership(action: str, user: User, course: Course, before: dict, after: dict) -> None:
+    audit.record(
+        action=action,
+        target=user,
+        before=before,
+        after=after,
+        course=course,
+        reason=course.code,
+        only_changes=False,
+    )
 
 
 @transaction.atomic
 def enrollment_remove(*, user: User, course: Course) -> bool:
     """Take a person out of a course (student or teaching assistant). True if they were in it."""
+    place = Enrollment.objects.filter(user=user, course=course).values("role", "source").first()
     deleted, _ = Enrollment.objects.filter(user=user, course=course).delete()
+    if deleted:
+        _audit_membership("course.member_remove", user, course, place or {}, {})
     return bool(deleted)
-
-
-TOKEN_LIFETIME_MAX_DAYS = 3650  # the longest lifetime one may ask for when the lab sets none (API_TOKEN_TTL_DAYS 0)
-
-
-def token_expiry(*, days: int | None, now: dt.datetime | None = None) -> dt.datetime | None:
-    """When a token made now for `days` days expires: None (until revoked) only when API_TOKEN_TTL_DAYS is 0.
-
-    `days` None means the lab's default (API_TOKEN_TTL_DAYS); more than it is refused (InvalidInput), and without a
-    default (0) more than TOKEN_LIFETIME_MAX_DAYS (ten years: far enough, and well short of the calendar's end)."""
-    ttl = settings.API_TOKEN_TTL_DAYS
-    if days is None:
-        days = ttl or None
-    elif days < 1 or days > (ttl or TOKEN_LIFETIME_MAX_DAYS):
-        limit = _("between 1 and %(max)s days") % {"max": ttl or TOKEN_LIFETIME_MAX_DAYS}
-        raise InvalidInput(_("A token's lifetime is %(limit)s.") % {"limit": limit}, fields={"expires_in_days": limit})
-    return None if days is None else (now or timezone.now()) + dt.timedelta(days=days)
-
-
-@transaction.atomic
-def token_create(
-    *,
-    user: User,
-    name: str = "",
-    expires_in_days: int | None = None,
-    now: dt.datetime | None = None,
-    capped: bool = True,
-    source: str = TokenSource.SESSION,
-) -> tuple[ApiToken, str]:
-    """A new API token for the person: (the row, the key, which is shown once and stored only hashed).
-
-    At most API_TOKENS_MAX live tokens per person (capped: what people ask for, on the page and the API): one more
-    is refused with a sentence saying to revoke one. `source` says what made it: a browser session's token (the
-    account page) records the person's session generation and ends with their sessions (sessions_end_everywhere)."""
-    User.objects.select_for_update().filter(pk=user.pk).first()  # one count-and-insert at a time per person
-    live = tokens_of(user).count() if capped else 0
-    if live >= settings.API_TOKENS_MAX:
-        raise InvalidInput(
-            _("You already have %(n)s API tokens, the most one person may hold: revoke one on your account page.")
-            % {"n": live},
-            fields={"name": "too many tokens"},
-        )
-    expires_at = token_expiry(days=expires_in_days, now=now)
-    key = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    generation = None
-    if source == TokenSource.SESSION:
-        generation = User.objects.filter(pk=user.pk).values_list("session_generation", flat=True).get()
-    token = ApiToken.objects.create(
-        user=user,
-        name=name.strip()[:100],
-        key_hash=token_hash(key),
-        prefix=key[:12],
-        expires_at=expires_at,
-        source=source,
-        session_generation=generation,
-    )
-    return token, key
-
-
-def token_issue(*, user: User, regenerate: bool = False, name: str = "") -> str:
-    """A new API token's key for an operator (`portal_user --token`, the benchmarks, tests): not capped; with
-    regenerate the person's others are revoked first."""
-    if regenerate:
-        token_revoke_all(user=user)
-    return token_create(user=user, name=name, capped=False, source=TokenSource.OPERATOR)[1]
-
-
-@transaction.atomic
-def token_revoke(*, user: User, token_id: int) -> ApiToken:
-    """Revoke one of the person's tokens: scripts using it get 401 from now on. Someone else's: NotFound."""
-    token = ApiToken.objects.select_for_update().filter(user=user, pk=token_id).first()
-    if token is None:
-        raise NotFound(_("No such API token."))
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
-    return token
-
-
-@transaction.atomic
-def token_revoke_all(*, user: User) -> int:
-    """Revoke every token of the person; how many were live."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
-
-
-def token_authenticate(key: str, *, now: dt.datetime | None = None) -> tuple[ApiToken | None, str | None]:
-    """(the token, None) for a key that works, marking it used (at most once a minute);
-    (None or the token, the 401's sentence) otherwise."""
-    token = token_find(key)
-    if token is None:
-        return None, _("Invalid token.")
-    refusal = token_refusal(token, now=now)
-    if refusal is not None:
-        return token, refusal
-    moment = now or timezone.now()
-    if token.last_used_at is None or moment - token.last_used_at >= TOKEN_TOUCH_EVERY:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=moment)
-        token.last_used_at = moment
-    return token, None
 
 
 @transaction.atomic
@@ -310,7 +278,16 @@ def sessions_end_everywhere(*, user: User) -> int:
     User.objects.filter(pk=user.pk).update(session_generation=models.F("session_generation") + 1)
     user.refresh_from_db(fields=["session_generation"])
     made_in_sessions = ApiToken.objects.filter(user=user, source=TokenSource.SESSION, revoked_at__isnull=True)
-    return made_in_sessions.update(revoked_at=timezone.now())
+    count = made_in_sessions.update(revoked_at=timezone.now())
+    if count:
+        audit.record(
+            action="token.revoke_all",
+            target=user,
+            before={"live_tokens": count},
+            after={"live_tokens": 0},
+            reason="Signed out everywhere.",
+        )
+    return count
 
 
 def user_language_set(*, user: User, language: str) -> str:
@@ -319,7 +296,10 @@ def user_language_set(*, user: User, language: str) -> str:
         raise InvalidInput(
             _("Choose a language from the list."), fields={"language": _("Not a language of the portal.")}
         )
-    User.objects.filter(pk=user.pk).update(language=language)
+    with transaction.atomic():
+        before = User.objects.filter(pk=user.pk).values_list("language", flat=True).get()
+        User.objects.filter(pk=user.pk).update(language=language)
+        audit.record(action="profile.change", target=user, before={"language": before}, after={"language": language})
     user.language = language
     return language
 
@@ -327,8 +307,17 @@ def user_language_set(*, user: User, language: str) -> str:
 def user_report_email_set(*, user: User, wanted: bool) -> bool:
     """Turn the weekly usage summary by e-mail on or off for this person; True if it changed."""
     with transaction.atomic():
-        changed = User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted)
-        return bool(changed.update(usage_report_email=wanted))
+        changed = bool(
+            User.objects.filter(pk=user.pk).exclude(usage_report_email=wanted).update(usage_report_email=wanted)
+        )
+        if changed:
+            audit.record(
+                action="profile.change",
+                target=user,
+                before={"usage_report_email": not wanted},
+                after={"usage_report_email": wanted},
+            )
+        return changed
 
 
 @transaction.atomic
@@ -340,9 +329,11 @@ def user_role_set(*, by: User, user: User, role: str) -> User:
         raise Conflict(_("You cannot change your own role; ask another admin."))
     user = User.objects.select_for_update().get(pk=user.pk)
     if user.role != role or user.role_source != RoleSource.MANUAL:
+        before = audit.snapshot(user, ("role", "role_source"))
         user.role = role
         user.role_source = RoleSource.MANUAL
         user.save()  # save(): is_staff follows the role
+        audit.record(actor=by, action="role.change", target=user, before=before, after=audit.snapshot(user, before))
     return user
 
 
@@ -354,9 +345,11 @@ def quota_set(*, by: User, user: User, limits: dict, note: str = "") -> Quota | 
     if unknown:
         raise InvalidInput(_("Unknown limits."), fields={name: _("No such limit.") for name in sorted(unknown)})
     quota = Quota.objects.select_for_update().filter(user=user).order_by("pk").first()
+    before = audit.snapshot(quota, QUOTA_AUDIT_FIELDS)
     if all(value is None for value in limits.values()) and not note:
         if quota is not None:
             quota.delete()
+            audit.record(actor=by, action="quota.remove", target=user, before=before, after={})
         return None
     quota = quota or Quota(user=user)
     for name in Quota.LIMIT_FIELDS:
@@ -368,4 +361,14 @@ def quota_set(*, by: User, user: User, limits: dict, note: str = "") -> Quota | 
         fields = {name: " ".join(messages) for name, messages in exc.message_dict.items()}
         raise InvalidInput(_("Some limits are not right."), fields=fields) from None
     quota.save()
+    audit.record(
+        actor=by,
+        action="quota.change",
+        target=user,
+        before=before,
+        after=audit.snapshot(quota, before or QUOTA_AUDIT_FIELDS),
+    )
     return quota
+
+
+QUOTA_AUDIT_FIELDS = (*Quota.LIMIT_FIELDS, "note")

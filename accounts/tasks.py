@@ -18,3 +18,19 @@ def signin_sync() -> dict[str, int]:
     from accounts.signin.ldap import ldap_sync_all
 
     return ldap_sync_all()
+
+
+@shared_task(name="accounts.tasks.audit_prune")
+def audit_prune() -> dict[str, int]:
+    """Remove audit entries older than AUDIT_RETENTION_DAYS (safe to run twice)."""
+    from accounts.audit import audit_prune as prune
+
+    return {"removed": prune()}
+
+
+@shared_task(name="accounts.tasks.more_requests_expire")
+def more_requests_expire() -> dict[str, int]:
+    """End the overrides whose time is up, and warn a day before (safe to run twice: each is told once)."""
+    from accounts.more_requests import more_requests_expire as expire
+
+    return expire()

@@ -55,6 +55,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         gpu_hours_left=left,
     )
     answer = None
+    ask_more = ""
     status = 200
     if request.method == "POST":
         status = 400
@@ -71,6 +72,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
             except PortalError as exc:
                 status = exc.status
                 _apply_errors(form, exc)
+                ask_more = exc.extra.get("ask", "")
     context = {
         "form": form,
         "answer": answer,
@@ -78,6 +80,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         "limits": effective_quota(request.user),
         "gpu_hours_left": left,
         "templates": templates_usable_by(request.user).order_by("course__code", "name"),
+        "ask_more": ask_more,
     }
     return render(request, "jobs/form.html", context, status=status)
 

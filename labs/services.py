@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts import audit
 from accounts.errors import Conflict
 from accounts.models import User
 from accounts.services import notice_send
@@ -118,17 +119,28 @@ def node_cordon(*, node: Node, by: User, reason: str = "", backend: InventoryBac
     backend = backend or get_inventory_backend()
     with transaction.atomic():
         node = Node.objects.select_for_update().get(pk=node.pk)
+        before = audit.snapshot(node, NODE_STATE)
         if node.status == NodeStatus.CORDONED:
             if reason and reason != node.status_reason:
                 _set_status(node, NodeStatus.CORDONED, reason)
                 node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+                _audit(by, "node.cordon", node, before, reason)
             return node
         if node.status == NodeStatus.DOWN:
             raise Conflict(f"{node.name} is down; it cannot be cordoned until it is back.")
         backend.set_unschedulable(node.name, True)
         _set_status(node, NodeStatus.CORDONED, reason or f"Cordoned by {by.username}.")
         node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+        _audit(by, "node.cordon", node, before, reason)
     return node
+
+
+NODE_STATE = ("status", "status_reason")
+
+
+def _audit(by: User, action: str, node: Node, before: dict, reason: str, **extra) -> None:
+    after = {**audit.snapshot(node, NODE_STATE), **extra}
+    audit.record(actor=by, action=action, target=node, before=before, after=after, reason=reason, only_changes=False)
 
 
 def node_drain(
@@ -151,6 +163,7 @@ def node_drain(
                 ref=f"{allocation.ref}:drain:{node.name}",
             )
         ids = [allocation.pk for allocation in work]
+        _audit(by, "node.drain", node, {}, reason, stopped=sorted({allocation.ref for allocation in work}))
         if ids:
             allocations_close(ids=ids, at=now, reason=f"Drained: {reason}")
             why = _("Its node %(node)s was drained: %(reason)s") % {"node": node.name, "reason": reason}
@@ -166,7 +179,9 @@ def node_uncordon(*, node: Node, by: User, reason: str = "", backend: InventoryB
         node = Node.objects.select_for_update().get(pk=node.pk)
         if node.status != NodeStatus.CORDONED:
             return node
+        before = audit.snapshot(node, NODE_STATE)
         backend.set_unschedulable(node.name, False)
         _set_status(node, NodeStatus.READY, "")
         node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
+        _audit(by, "node.uncordon", node, before, reason)
     return node

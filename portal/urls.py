@@ -15,6 +15,7 @@ from labs.reservations import urls as reservations_urls
 from labs.telemetry import urls as telemetry_urls
 from labs.usage import urls as usage_urls
 from portal import ops
+from portal.api import oversight as oversight_api
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -34,6 +35,9 @@ api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
+    path("audit/", oversight_api.AuditApi.as_view(), name="audit"),
+    path("requests/", oversight_api.MoreRequestListApi.as_view(), name="requests"),
+    path("requests/<int:request_id>/decide/", oversight_api.MoreRequestDecideApi.as_view(), name="request-decide"),
     path("courses/<str:code>/roster/", rosters_api.RosterApi.as_view(), name="roster"),
     path("courses/<str:code>/roster/preview/", rosters_api.RosterPreviewApi.as_view(), name="roster-preview"),
     path("", include(reservations_urls.api_urlpatterns)),

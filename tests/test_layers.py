@@ -94,6 +94,11 @@ ENTRY_POINTS = {
         "accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
         "accounts.timefmt",  # the one rule for time: the lab's zone, one format per kind, the person's language
         "accounts.locale",  # a person's language (e-mails and notices speak it) and numbers as it writes them
+        "accounts.audit",  # the audit trail's one writer: every capability's services record their changes there
+        "accounts.audit_admin",  # the admin console's save/delete hooks that record its edits
+        "accounts.audit_selectors",  # who reads which entries, the filters, the CSV
+        "accounts.more_requests",  # requests for more: ask, decide, expire
+        "accounts.more_requests_selectors",  # the overrides in force, for the quota and budget checks
     ),
     "labs": (
         "labs",

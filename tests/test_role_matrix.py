@@ -120,6 +120,12 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "console/people/<str:username>/role/": {"post": (302, 403, 403, 404, 403)},
     "console/people/<str:username>/quota/": {"post": (302, 403, 403, 404, 403)},
     "console/budgets/": {"get": (302, 403, 403, 200, 403)},
+    # The audit trail: all of it for admins (console), a teacher's courses' entries; requests for more.
+    "console/audit/": {"get": (302, 403, 403, 200, 403)},
+    "courses/audit/": {"get": (302, 403, 200, 200, 403)},
+    "requests/": {"get": (302, 200, 200, 200, 200)},
+    "requests/new/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
+    "requests/<int:request_id>/decide/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
     "o/authorize/": {
@@ -145,6 +151,9 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "api/v1/me/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
     "api/v1/nodes/": {"get": (401, 200, 200, 200, 200)},
+    "api/v1/audit/": {"get": (401, 403, 200, 200, 403)},
+    "api/v1/requests/": {"get": (401, 200, 200, 200, 200), "post": (401, 400, 400, 400, 400)},
+    "api/v1/requests/<int:request_id>/decide/": {"post": (401, 404, 404, 404, 404)},
     "api/v1/courses/<str:code>/roster/": {
         "get": (401, 403, 404, 404, 403),
         "post": (401, 403, 404, 404, 403),

@@ -1,6 +1,7 @@
 """The people floor's models, one module per topic (as labs/models/), re-exported here: `accounts.models.User`,
 the migrations' `accounts.models.PortalUserManager` and every other name keep their place."""
 
+from accounts.models.audit import AuditEntry
 from accounts.models.people import (
     Course,
     CourseRole,
@@ -18,20 +19,25 @@ from accounts.models.people import (
     User,
 )
 from accounts.models.quotas import Quota
+from accounts.models.requests import MoreRequest, RequestKind, RequestStatus
 from accounts.models.tokens import ApiToken, TokenSource
 
 __all__ = [
     "ApiToken",
+    "AuditEntry",
     "Course",
     "CourseRole",
     "Enrollment",
     "ExternalIdentity",
     "InvitationAnswer",
     "MembershipSource",
+    "MoreRequest",
     "Notice",
     "NoticeLevel",
     "PortalUserManager",
     "Quota",
+    "RequestKind",
+    "RequestStatus",
     "Role",
     "RoleSource",
     "RosterInvitation",

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import audit
 from accounts.models import (
     Course,
     CourseRole,
@@ -147,6 +148,7 @@ def signin_groups_apply(*, user: User, groups: Iterable[str]) -> SigninChanges:
     groups = [str(group) for group in groups]
     mapping = map_groups(groups, who=user.username)
     changes = SigninChanges()
+    before_role = user.role
 
     if user.role_source == RoleSource.IDP and not user.is_superuser:
         role = mapping.role or settings.SIGNIN_DEFAULT_ROLE
@@ -170,6 +172,21 @@ def signin_groups_apply(*, user: User, groups: Iterable[str]) -> SigninChanges:
                 changes.added.append((course.code, place))
     if changes.added or changes.removed:
         logger.info("sign-in: %s added %s, removed %s", user.username, changes.added, changes.removed)
+    if changes.role or changes.added or changes.removed:
+        # The lab's mapping decided (actor: none); the groups it read are the reason.
+        audit.record(
+            actor=None,
+            action="signin.mapping",
+            target=user,
+            before={"role": before_role} if changes.role else {},
+            after={
+                **({"role": changes.role} if changes.role else {}),
+                "added": [f"{code} ({place})" for code, place in changes.added],
+                "removed": [f"{code} ({place})" for code, place in changes.removed],
+            },
+            reason=", ".join(groups)[:500],
+            only_changes=False,
+        )
     return changes
 
 
@@ -205,7 +222,15 @@ def _identity_create(*, kind: str, issuer: str, subject: str, username: str, use
                     account.set_unusable_password()
                     account.save()
                     logger.info("sign-in: new account %s for %s at %s", account.username, subject, issuer)
-                return ExternalIdentity.objects.create(user=account, kind=kind, issuer=issuer, subject=subject)
+                identity = ExternalIdentity.objects.create(user=account, kind=kind, issuer=issuer, subject=subject)
+                audit.record(
+                    actor=None,
+                    action="signin.identity_link",
+                    target=account,
+                    after={"kind": kind, "issuer": issuer, "subject": subject},
+                    only_changes=False,
+                )
+                return identity
         except IntegrityError:
             existing = ExternalIdentity.objects.select_for_update().filter(issuer=issuer, subject=subject).first()
             if existing is not None:

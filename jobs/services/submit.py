@@ -74,6 +74,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
             limit="gpu_hours_week",
             used=float(used),
             allowed=float(limits.gpu_hours_week),
+            need=float(need),
         )
     # A budget it counts against (the person's, its course's: validate_request takes a course reservation's course
     # when none was named), used up and set to block, refuses it.

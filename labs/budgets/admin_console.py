@@ -9,7 +9,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 
+from accounts.audit_admin import AUDITED, Audited, AuditedModelAdmin
 from labs.budgets.selectors import BudgetUse, budget_use
+from labs.budgets.services import BUDGET_FIELDS
 from labs.models.budgets import Budget
 
 
@@ -20,7 +22,12 @@ def _use(obj: Budget) -> BudgetUse:
     return obj._use
 
 
-class BudgetAdmin(admin.ModelAdmin):
+AUDITED[Budget] = Audited(
+    "budget.create", "budget.change", "budget.delete", BUDGET_FIELDS, course=lambda obj: obj.course_id
+)
+
+
+class BudgetAdmin(AuditedModelAdmin):
     list_display = ["name", "scope", "period", "starts_on", "ends_on", "gpu_hours", "used", "cost", "on_exceed"]
     list_filter = ["period", "on_exceed"]
     search_fields = ["name", "course__code", "user__username"]

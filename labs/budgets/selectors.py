@@ -21,6 +21,7 @@ from django.utils.translation import gettext as _
 
 from accounts.errors import NotFound
 from accounts.models import Course, User
+from accounts.more_requests_selectors import extra_budget_hours
 from accounts.selectors import courses_in_term, lab_admins
 from labs.budgets.periods import Period, budget_period
 from labs.budgets.validation import parse_thresholds
@@ -158,7 +159,15 @@ def budgets_applying(*, user: User, course: Course | None) -> QuerySet[Budget]:
 def budgets_over(*, user: User, course: Course | None, now: dt.datetime) -> list[BudgetUse]:
     """Those of `budgets_applying` used up in their current period, blocking ones first."""
     uses = budgets_use(budgets_applying(user=user, course=course), now=now, with_energy=False)
-    over = [use for use in uses if use.exhausted]
+    # Extra GPU-hours from an approved request for more let this person's work past the budgets they apply to.
+    over = [
+        use
+        for use in uses
+        if use.exhausted
+        and use.used_gpu_hours
+        >= use.budget.gpu_hours
+        + extra_budget_hours(user, budget_user_id=use.budget.user_id, budget_course_id=use.budget.course_id, now=now)
+    ]
     return sorted(over, key=lambda use: (use.budget.on_exceed != BudgetAction.BLOCK, use.budget.pk))
 
 

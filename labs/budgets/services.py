@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from accounts import audit
 from accounts.errors import InvalidInput
 from accounts.models import Course, NoticeLevel, User
 from accounts.permissions import budget_exhausted_sentence, refuse_over_budget, require_admin
@@ -115,7 +116,12 @@ def budget_create(
     )
     with transaction.atomic():
         budget.save()
+        _audit(by, "budget.create", budget, {}, audit.snapshot(budget, BUDGET_FIELDS))
     return budget
+
+
+def _audit(by: User, action: str, budget: Budget, before: dict, after: dict) -> None:
+    audit.record(actor=by, action=action, target=budget, before=before, after=after, course=budget.course_id)
 
 
 def budget_update(*, by: User, budget: Budget, **changes: Any) -> Budget:
@@ -123,15 +129,21 @@ def budget_update(*, by: User, budget: Budget, **changes: Any) -> Budget:
     require_admin(by, MANAGE)
     with transaction.atomic():
         budget = Budget.objects.select_for_update().get(pk=budget.pk)
+        before = audit.snapshot(budget, BUDGET_FIELDS)
         _apply(budget, changes)
         budget.save()
+        _audit(by, "budget.change", budget, before, audit.snapshot(budget, BUDGET_FIELDS))
     return budget
 
 
 def budget_delete(*, by: User, budget: Budget) -> None:
     require_admin(by, MANAGE)
     with transaction.atomic():
-        Budget.objects.filter(pk=budget.pk).delete()
+        row = Budget.objects.select_for_update().filter(pk=budget.pk).first()
+        if row is None:
+            return
+        _audit(by, "budget.delete", row, audit.snapshot(row, BUDGET_FIELDS), {})
+        row.delete()
 
 
 def budgets_guard(*, user: User, course: Course | None, now: dt.datetime | None = None, tell: bool = True) -> None:

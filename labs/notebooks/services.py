@@ -186,6 +186,7 @@ def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | 
                     limit="gpu_hours_week",
                     used=float(used),
                     allowed=float(quota.gpu_hours_week),
+                    need=float(more),
                 )
             row.ends_at = new_end
             row.extensions += 1

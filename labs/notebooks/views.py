@@ -79,6 +79,7 @@ def _render_list(
     error: str = "",
     status: int = 200,
     refusal_help: str = "",
+    ask_more: str = "",
 ) -> HttpResponse:
     user = request.user
     quota = effective_quota(user)
@@ -94,6 +95,7 @@ def _render_list(
         "form": form,
         "error": error,
         "refusal_help": refusal_help,  # where a limit that refused it is explained (/help/#limit-…)
+        "ask_more": ask_more,
         "chosen": form["profile"].value() or "",
         "cards": [profile_card(profile) for profile in startable],
         "over_quota": [profile_card(profile) for profile in offered if profile.pk not in startable_ids],
@@ -122,7 +124,12 @@ def notebook_list(request: HttpRequest) -> HttpResponse:
         session = notebook_request(user=request.user, profile=form.cleaned_data["profile"])
     except PortalError as exc:
         return _render_list(
-            request, form=form, error=exc.message, status=exc.status, refusal_help=exc.extra.get("help", "")
+            request,
+            form=form,
+            error=exc.message,
+            status=exc.status,
+            refusal_help=exc.extra.get("help", ""),
+            ask_more=exc.extra.get("ask", ""),
         )
     session = notebook_for(request.user, session.pk)  # as it is after the commit (the pass may have moved it)
     name = session.profile.name
@@ -146,7 +153,13 @@ def notebook_extend_view(request: HttpRequest, notebook_id: int) -> HttpResponse
     try:
         session = notebook_extend(user=request.user, session=session)
     except PortalError as exc:
-        return _render_list(request, error=exc.message, status=exc.status, refusal_help=exc.extra.get("help", ""))
+        return _render_list(
+            request,
+            error=exc.message,
+            status=exc.status,
+            refusal_help=exc.extra.get("help", ""),
+            ask_more=exc.extra.get("ask", ""),
+        )
     until = fmt_time(session.ends_at) if session.ends_at else _("its end")
     messages.success(
         request, _("“%(name)s” keeps running until %(until)s.") % {"name": session.profile.name, "until": until}

@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from accounts import audit
 from accounts.errors import Conflict, InvalidInput
 from accounts.locale import speaking
 from accounts.models import Course, User
@@ -343,6 +344,16 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
                     "reason": reason or _("ask an admin why"),
                 }
         reservation.save(update_fields=["status", "status_reason", "decided_by", "decided_at"])
+        audit.record(
+            actor=by,
+            action="reservation.approve" if approve else "reservation.reject",
+            target=reservation,
+            target_label=f"{reservation.title} ({reservation.owner.username})",
+            before={"status": ReservationStatus.PENDING},
+            after={"status": reservation.status},
+            reason=reason,
+            course=reservation.course_id,
+        )
         _retire_pending_notice(reservation)
         notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")
     return reservation

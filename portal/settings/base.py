@@ -43,6 +43,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "portal.web.middleware.MalformedInputMiddleware",  # first: NUL characters never reach anything else
+    "portal.web.middleware.RequestIdMiddleware",  # the request id audit entries carry (accounts.audit)
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy on every answer (CONTENT_SECURITY_POLICY: security.py)
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -97,3 +97,13 @@ RATE_LIMIT_RESERVATION_CREATE = envint("RATE_LIMIT_RESERVATION_CREATE", 20, mini
 # stops the start (accounts.E001, accounts/checks.py).
 RATE_LIMIT_CACHE = envstr("RATE_LIMIT_CACHE", "default")
 RATE_LIMIT_KEY_PREFIX = envstr("RATE_LIMIT_KEY_PREFIX", "ratelimit")
+
+# --- The audit trail (accounts/audit.py) and requests for more (accounts/more_requests.py)
+# Days an audit entry is kept; the hourly sweep (accounts.tasks.audit_prune) removes older ones. 0 keeps them all.
+AUDIT_RETENTION_DAYS = envint("AUDIT_RETENTION_DAYS", 730, minimum=0, maximum=36500)
+# The most GPU-hours one request for more may ask for (a week of the whole lab is 40 × 168 = 6720), and how far
+# ahead its override may last.
+REQUESTS_MAX_GPU_HOURS = envint("REQUESTS_MAX_GPU_HOURS", 2000, minimum=1, maximum=100000)
+REQUESTS_MAX_DAYS = envint("REQUESTS_MAX_DAYS", 180, minimum=1, maximum=3650)
+# How often the sweep that ends overrides (and warns a day before) and prunes the audit trail runs.
+REQUESTS_SWEEP_S = envint("REQUESTS_SWEEP_S", 600, minimum=10)

@@ -10,6 +10,7 @@ from portal.settings.data import REDIS_URL
 from portal.settings.jobs import JOBS_FOLLOW_INTERVAL_S, JOBS_SCHEDULE_INTERVAL_S
 from portal.settings.lab import INVENTORY_BACKEND, INVENTORY_SYNC_INTERVAL_S, RECONCILE_INTERVAL_S, RESERVATION_TICK_S
 from portal.settings.notebooks import NOTEBOOKS_TICK_S
+from portal.settings.people import REQUESTS_SWEEP_S
 from portal.settings.signin import LDAP_SERVER_URI, SIGNIN_SYNC_HOUR
 from portal.settings.usage import BUDGETS_CHECK_INTERVAL_S, USAGE_EFFICIENCY_REFRESH_S, USAGE_REPORT_CHECK_S
 
@@ -65,4 +66,7 @@ CELERY_BEAT_SCHEDULE = {
     "usage-efficiency-refresh": _every("labs.tasks.usage_efficiency_refresh", USAGE_EFFICIENCY_REFRESH_S),  # usage.py
     "budgets-check": _every("labs.tasks.budgets_check", BUDGETS_CHECK_INTERVAL_S),  # usage.py
     "usage-weekly-report": _every("labs.tasks.usage_weekly_report", USAGE_REPORT_CHECK_S),  # usage.py
+    # Overrides from requests for more end (warned a day before); old audit entries go (people.py).
+    "requests-expire": _every("accounts.tasks.more_requests_expire", REQUESTS_SWEEP_S),
+    "audit-prune": _every("accounts.tasks.audit_prune", REQUESTS_SWEEP_S),
 }

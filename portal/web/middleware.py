@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.http import JsonResponse
 from django.utils.translation import gettext as _
 
+from accounts.audit import request_begin, request_end, request_id_from
 from accounts.errors import PortalError
 from portal.web.errors import bad_request, portal_error_page
 
@@ -60,3 +61,21 @@ class MalformedInputMiddleware:
                 response[name] = value
             return response
         return portal_error_page(request, exception)
+
+
+class RequestIdMiddleware:
+    """Give every request an id (a proxy's X-Request-ID when it sends a sane one): the audit entries its services
+    write carry it (accounts.audit), and the answer says it, so a person's report can be matched to the trail."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.request_id = request_id_from(request.headers.get("X-Request-ID"))
+        tokens = request_begin(request, request.request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            request_end(tokens)
+        response["X-Request-ID"] = request.request_id
+        return response

@@ -56,6 +56,9 @@ LAB_RULES = [
     "budgets_partial_update",
     "usage_retrieve",  # windows after each other, at most two years, group_by=entry only as CSV
     "usage_efficiency_retrieve",
+    "audit_retrieve",  # real days of the years 2000-2999
+    "requests_create",  # amounts within bounds, an end after now and not too far, a course one is in
+    "requests_decide_create",  # the same bounds for what is granted, a sentence to refuse
 ]
 CONFIG = SchemathesisConfig.from_dict(
     {

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from portal.web import oversight
 from portal.web.console import nodes, overview, people
 
 urlpatterns = [
@@ -15,4 +16,9 @@ urlpatterns = [
     path("console/people/<str:username>/role/", people.person_role, name="console-person-role"),
     path("console/people/<str:username>/quota/", people.person_quota, name="console-person-quota"),
     path("console/budgets/", overview.budget_list, name="console-budgets"),
+    path("console/audit/", oversight.audit_console, name="console-audit"),
+    path("courses/audit/", oversight.audit_courses, name="courses-audit"),
+    path("requests/", oversight.requests_list, name="requests"),
+    path("requests/new/", oversight.request_new, name="request-new"),
+    path("requests/<int:request_id>/decide/", oversight.request_decide, name="request-decide"),
 ]

@@ -86,6 +86,7 @@ def test_a_blocking_budget_refuses_a_notebook_that_counts_for_its_course(lab_rea
         "used": 10.5,
         "allowed": 10.0,
         "help": "/help/#limit-budget_gpu_hours",
+        "ask": "/requests/new/?kind=gpu_hours&amount=1",  # the request-for-more form, filled in
     }
     assert not NotebookSession.objects.exists()
 
