@@ -18,3 +18,29 @@ def signin_sync() -> dict[str, int]:
     from accounts.signin.ldap import ldap_sync_all
 
     return ldap_sync_all()
+
+
+@shared_task(name="accounts.tasks.notify_deliver")
+def notify_deliver(user_id: int | None, course_id: int | None, channel: str) -> dict:
+    """Send a person's (or a course channel's) pending notifications on one channel, as one message; on a failure
+    send itself again after the backoff (accounts/notify/delivery.py). Safe to run twice."""
+    from accounts.notify.delivery import deliver
+    from accounts.notify.services import enqueue
+
+    result = deliver(user_id=user_id, course_id=course_id, channel=channel)
+    if result["retry_in"] is not None:
+        enqueue(user_id=user_id, course_id=course_id, channel=channel, countdown=result["retry_in"])
+    return result
+
+
+@shared_task(name="accounts.tasks.notify_sweep")
+def notify_sweep() -> int:
+    """Periodic: send again what waits longer than its task should have taken (a broker that was down, a lost
+    task)."""
+    from accounts.notify.delivery import pending_recipients
+    from accounts.notify.services import enqueue
+
+    recipients = pending_recipients()
+    for user_id, course_id, channel in recipients:
+        enqueue(user_id=user_id, course_id=course_id, channel=channel, countdown=0)
+    return len(recipients)

@@ -17,11 +17,17 @@ from accounts.models.people import (
     TeachingSource,
     User,
 )
+from accounts.models.notify import Channel, ChatTarget, DeliveryState, Notification, NotifyPreference
 from accounts.models.quotas import Quota
 from accounts.models.tokens import ApiToken, TokenSource
 
 __all__ = [
     "ApiToken",
+    "Channel",
+    "ChatTarget",
+    "DeliveryState",
+    "Notification",
+    "NotifyPreference",
     "Course",
     "CourseRole",
     "Enrollment",
