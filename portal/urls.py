@@ -15,6 +15,7 @@ from labs.reservations import urls as reservations_urls
 from labs.telemetry import urls as telemetry_urls
 from labs.usage import urls as usage_urls
 from portal import ops
+from portal.api import notify as notify_api
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
 from portal.api.errors import json_not_found
@@ -32,6 +33,8 @@ _docs_csp = csp_update(
 
 api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
+    path("me/notifications/", notify_api.NotificationsApi.as_view(), name="me-notifications"),
+    path("me/notifications/test/", notify_api.NotificationsTestApi.as_view(), name="me-notifications-test"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
     path("courses/<str:code>/roster/", rosters_api.RosterApi.as_view(), name="roster"),

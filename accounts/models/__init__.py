@@ -1,6 +1,7 @@
 """The people floor's models, one module per topic (as labs/models/), re-exported here: `accounts.models.User`,
 the migrations' `accounts.models.PortalUserManager` and every other name keep their place."""
 
+from accounts.models.notify import Channel, ChatTarget, DeliveryState, Notification, NotifyPreference
 from accounts.models.people import (
     Course,
     CourseRole,
@@ -17,7 +18,6 @@ from accounts.models.people import (
     TeachingSource,
     User,
 )
-from accounts.models.notify import Channel, ChatTarget, DeliveryState, Notification, NotifyPreference
 from accounts.models.quotas import Quota
 from accounts.models.tokens import ApiToken, TokenSource
 

@@ -1,4 +1,5 @@
-"""Notifications: what each person wants told how, the chat channels, and every message on its way (accounts/notify/)."""
+"""Notifications: what each person wants told how, the chat channels, and every message on its way
+(accounts/notify/)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class NotifyPreference(models.Model):
             models.UniqueConstraint(fields=["user", "event", "channel"], name="notify_preference_once"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.user}: {self.event} by {self.channel} {'on' if self.enabled else 'off'}"
+
 
 class ChatTarget(models.Model):
     """Where a person's chat notifications go (an apprise URL), or a course's channel (set by its teacher)."""
@@ -46,6 +50,9 @@ class ChatTarget(models.Model):
                 name="chat_target_user_or_course",
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.user or self.course}: {self.url.split(':', 1)[0]}"
 
 
 class DeliveryState(models.TextChoices):

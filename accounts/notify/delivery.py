@@ -20,7 +20,7 @@ from django.utils.translation import ngettext
 
 from accounts.errors import InvalidInput
 from accounts.locale import speaking
-from accounts.models import ChatTarget, DeliveryState, Notification, NoticeLevel, User
+from accounts.models import ChatTarget, DeliveryState, NoticeLevel, Notification, User
 from accounts.notify.events import CHAT, COURSE, EMAIL, PORTAL, render
 from accounts.notify.urls import HOSTED_SCHEMES, VENDOR_SCHEMES, check_host
 from accounts.services import notice_send
