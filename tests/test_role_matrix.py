@@ -133,6 +133,9 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "metrics": {"get": (403, 403, 403, 403, 403), "other": PUBLIC},
     # --- the API (v1) --------------------------------------------------------------------------------------------
     "api/v1/me/": {"get": (401, 200, 200, 200, 200)},
+    # Everyone signed in chooses what they are told (an empty PUT changes nothing; a test message to each channel).
+    "api/v1/me/notifications/": {"get": (401, 200, 200, 200, 200), "put": (401, 200, 200, 200, 200)},
+    "api/v1/me/notifications/test/": {"post": (401, 202, 202, 202, 202)},
     "api/v1/token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
     "api/v1/nodes/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/courses/<str:code>/roster/": {

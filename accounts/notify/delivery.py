@@ -74,7 +74,7 @@ def send_chat(url: str, subject: str, body: str) -> None:
             raise DeliveryFailed(exc.message) from exc
     sender = apprise.Apprise()
     sender.add(_with_timeouts(url))
-    with apprise.LogCapture(level=logging.WARNING) as captured:
+    with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as captured:
         ok = sender.notify(title=subject, body=body)
     if not ok:
         said = " ".join(captured.getvalue().split())[-200:]
