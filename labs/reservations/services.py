@@ -18,6 +18,8 @@ from django.utils.translation import gettext_noop
 from accounts.errors import Conflict, InvalidInput
 from accounts.locale import speaking
 from accounts.models import Course, User
+from accounts.notify import notify
+from accounts.notify.events import PORTAL
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota, lab_admins
@@ -345,4 +347,19 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
         reservation.save(update_fields=["status", "status_reason", "decided_by", "decided_at"])
         _retire_pending_notice(reservation)
         notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")
+        if approve:
+            notify(
+                [reservation.owner],
+                "reservation.approved",
+                {"id": reservation.pk, "title": reservation.title, "at": reservation.starts_at.isoformat()},
+                course=reservation.course,
+                already=(PORTAL,),
+            )
+        else:
+            notify(
+                [reservation.owner],
+                "reservation.rejected",
+                {"id": reservation.pk, "title": reservation.title, "reason": reason},
+                already=(PORTAL,),
+            )
     return reservation
