@@ -150,7 +150,7 @@ EVENTS: dict[str, Event] = {
             lambda c: (
                 _("Maintenance on %(nodes)s from %(starts)s to %(ends)s: %(reason)s")
                 % {
-                    "nodes": c.get("nodes", ""),
+                    "nodes": _("every node") if c.get("nodes") == "*" else c.get("nodes", ""),
                     "starts": _at(c.get("starts_at")),
                     "ends": _at(c.get("ends_at")),
                     "reason": c.get("reason", ""),

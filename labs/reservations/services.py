@@ -25,6 +25,7 @@ from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota, lab_admins
 from accounts.services import notice_send, notices_retire
 from labs.ledger import Ref, allocations_close
+from labs.maintenance.selectors import maintenance_clash
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import conflict, free_nodes
 from labs.reservations.node_request import NodeRequest
@@ -52,6 +53,16 @@ def _insert(reservation: Reservation, nodes: list[Node]) -> None:
         raise IntegrityError("reservation_node_no_overlap")
 
 
+def refuse_maintenance(nodes: list[Node], starts_at: dt.datetime, ends_at: dt.datetime) -> None:
+    """A booking may not overlap maintenance of any of its nodes: 409 naming the window."""
+    clash = maintenance_clash([node.pk for node in nodes], starts_at, ends_at)
+    if clash is not None:
+        raise Conflict(
+            _("The lab has maintenance then (%(from)s to %(to)s): %(reason)s. Choose another time or other nodes.")
+            % {"from": when(clash.starts_at), "to": when(clash.ends_at), "reason": clash.reason}
+        )
+
+
 def _book_one(
     *,
     by: User,
@@ -74,6 +85,7 @@ def _book_one(
                 raise conflict(node_ids=None, count=count, starts_at=starts_at, ends_at=ends_at, until=until)
         else:
             nodes = wanted
+        refuse_maintenance(nodes, starts_at, ends_at)
         try:
             with transaction.atomic():
                 reservation = Reservation.objects.create(

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.web.console import nodes, overview, people
+from portal.web.console import announcements, nodes, overview, people
 
 urlpatterns = [
     path("console/", overview.console_index, name="console"),
@@ -15,4 +15,5 @@ urlpatterns = [
     path("console/people/<str:username>/role/", people.person_role, name="console-person-role"),
     path("console/people/<str:username>/quota/", people.person_quota, name="console-person-quota"),
     path("console/budgets/", overview.budget_list, name="console-budgets"),
+    path("console/announcements/", announcements.announcements_page, name="console-announcements"),
 ]
