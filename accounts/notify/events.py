@@ -60,7 +60,7 @@ EVENTS: dict[str, Event] = {
         Event(
             "job.preempted",
             gettext_lazy("A job of mine was preempted and queued again"),
-            (PORTAL, EMAIL),
+            (EMAIL,),  # the drain or the reservation that stopped it posts its own notice in the portal
             lambda c: _("Your job “%(name)s” (#%(id)s) was stopped and queued again: %(detail)s") % c,
         ),
         Event(
