@@ -56,6 +56,8 @@ LAB_RULES = [
     "budgets_partial_update",
     "usage_retrieve",  # windows after each other, at most two years, group_by=entry only as CSV
     "usage_efficiency_retrieve",
+    "maintenance_create",  # nodes that exist or all (one of them), a window in order and ahead, at most 31 days
+    "me_notifications_update",  # events and channels the portal has; a chat address apprise knows, outside the lab
 ]
 CONFIG = SchemathesisConfig.from_dict(
     {
