@@ -35,12 +35,17 @@ def notify_deliver(user_id: int | None, course_id: int | None, channel: str) -> 
 
 @shared_task(name="accounts.tasks.notify_sweep")
 def notify_sweep() -> int:
-    """Periodic: send again what waits longer than its task should have taken (a broker that was down, a lost
-    task)."""
-    from accounts.notify.delivery import pending_recipients
+    """Periodic: send what is due and still waits (a broker that was down, a lost task; without a broker, everything:
+    NOTIFY_SEND_FROM_PERIODIC)."""
+    from django.conf import settings
+
+    from accounts.notify.delivery import deliver, pending_recipients
     from accounts.notify.services import enqueue
 
     recipients = pending_recipients()
     for user_id, course_id, channel in recipients:
-        enqueue(user_id=user_id, course_id=course_id, channel=channel, countdown=0)
+        if settings.NOTIFY_SEND_FROM_PERIODIC:  # the embedded run: this is the periodic runner, never a request
+            deliver(user_id=user_id, course_id=course_id, channel=channel)  # a failure is due again after its backoff
+        else:
+            enqueue(user_id=user_id, course_id=course_id, channel=channel, countdown=0)
     return len(recipients)

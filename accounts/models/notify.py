@@ -76,6 +76,8 @@ class Notification(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When it may go out (the digest window, then each retry's backoff): the periodic sweep sends what is due.
+    due_at = models.DateTimeField(null=True, blank=True, db_index=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -145,23 +145,23 @@ def _failed(ids: list[int], error: str, rows: list[Notification]) -> dict:
     attempts = max(row.attempts for row in rows) + 1
     final = attempts > settings.NOTIFY_RETRIES
     with transaction.atomic():
+        wait = settings.NOTIFY_RETRY_BASE_S * 2 ** (attempts - 1)
         Notification.objects.filter(pk__in=ids).update(
             attempts=attempts,
             last_error=error[:300],
             claim="",
             state=DeliveryState.FAILED if final else DeliveryState.PENDING,
+            due_at=timezone.now() + dt.timedelta(seconds=wait),
         )
     log.warning("notifications %s: try %s failed: %s", ids, attempts, error)
     if final:
         return {"sent": 0, "retry_in": None, "failed": len(ids)}
-    return {"sent": 0, "retry_in": settings.NOTIFY_RETRY_BASE_S * 2 ** (attempts - 1), "failed": 0}
+    return {"sent": 0, "retry_in": wait, "failed": 0}
 
 
 def pending_recipients(*, now: dt.datetime | None = None) -> list[tuple[int | None, int | None, str]]:
-    """Recipients with rows waiting longer than a digest window (their task was lost): the sweep sends them."""
+    """Recipients with rows due (their digest window or backoff is over): the sweep sends them. With a broker their
+    own task usually has; a claim makes sure nothing goes twice."""
     now = now or timezone.now()
-    late = now - dt.timedelta(
-        seconds=settings.NOTIFY_DIGEST_WINDOW_S + settings.NOTIFY_RETRY_BASE_S * 2**settings.NOTIFY_RETRIES
-    )
-    waiting = Notification.objects.filter(state=DeliveryState.PENDING, created_at__lt=late)
-    return list(waiting.order_by().values_list("user_id", "course_id", "channel").distinct())
+    due = Notification.objects.filter(state=DeliveryState.PENDING, due_at__lte=now)
+    return list(due.order_by().values_list("user_id", "course_id", "channel").distinct())

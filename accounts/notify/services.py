@@ -2,17 +2,20 @@
 
 Rows are written in the caller's transaction (a rolled-back change tells nobody); the delivery task is sent when it
 commits, NOTIFY_DIGEST_WINDOW_S later, and sends every pending row of that person and channel as one message, so a
-burst (20 jobs ending in one sweep) is one e-mail. Sending never happens in the request: a slow or dead webhook
+burst (20 jobs ending in one sweep) is one e-mail. Without a broker (NOTIFY_SEND_FROM_PERIODIC, the embedded run)
+the periodic sweep sends what is due instead. Sending never happens in the request: a slow or dead webhook
 costs the worker a timeout and a retry, never a person their page.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.errors import InvalidInput, NotPermitted
@@ -33,6 +36,8 @@ def enqueue(*, user_id: int | None, course_id: int | None, channel: str, countdo
     tasks = current_app.tasks
     if DELIVER not in tasks:
         current_app.loader.import_default_modules()
+    if settings.NOTIFY_SEND_FROM_PERIODIC:
+        return  # the embedded run: the periodic sweep sends it, never the request
     wait = settings.NOTIFY_DIGEST_WINDOW_S if countdown is None else countdown
     try:
         current_app.tasks[DELIVER].apply_async(args=[user_id, course_id, channel], countdown=wait)
@@ -80,6 +85,9 @@ def notify(
 
 
 def _queue(rows: list[Notification]) -> int:
+    due = timezone.now() + dt.timedelta(seconds=settings.NOTIFY_DIGEST_WINDOW_S)
+    for row in rows:
+        row.due_at = due
     Notification.objects.bulk_create(rows)
     for user_id, course_id, channel in sorted({(r.user_id, r.course_id, r.channel) for r in rows}, key=str):
         transaction.on_commit(lambda u=user_id, c=course_id, ch=channel: enqueue(user_id=u, course_id=c, channel=ch))
@@ -94,7 +102,10 @@ def notify_test(*, user: User) -> list[str]:
     if ChatTarget.objects.filter(user=user).exists():
         channels.append(CHAT)
     with transaction.atomic():
-        rows = [Notification(user=user, event=TEST.name, channel=channel, context={}) for channel in channels]
+        rows = [
+            Notification(user=user, event=TEST.name, channel=channel, context={}, due_at=timezone.now())
+            for channel in channels
+        ]
         Notification.objects.bulk_create(rows)
         for channel in channels:
             transaction.on_commit(lambda ch=channel: enqueue(user_id=user.pk, course_id=None, channel=ch, countdown=0))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from accounts.env import envint, envnetworks
+from accounts.env import envbool, envint, envnetworks
+from portal.settings.data import REDIS_URL
 
 # Chat/webhook (apprise) URLs whose host is on loopback, a private, link-local or reserved range are refused (no
 # SSRF), unless the address is inside one of these comma-separated addresses or networks (e.g. "10.20.0.0/16").
@@ -12,6 +13,9 @@ NOTIFY_DIGEST_WINDOW_S = envint("NOTIFY_DIGEST_WINDOW_S", 30, minimum=0, maximum
 # Tries after the first failure, each NOTIFY_RETRY_BASE_S * 2**n later; then the failure shows on the account page.
 NOTIFY_RETRIES = envint("NOTIFY_RETRIES", 4, minimum=0, maximum=20)
 NOTIFY_RETRY_BASE_S = envint("NOTIFY_RETRY_BASE_S", 30, minimum=1, maximum=3600)
+# Without a broker (the embedded run, where tasks run in the process that sends them) a request never sends a
+# notification itself: the periodic runner's sweep (accounts.tasks.notify_sweep, every minute) sends what is due.
+NOTIFY_SEND_FROM_PERIODIC = envbool("NOTIFY_SEND_FROM_PERIODIC", default=not REDIS_URL)
 # Connect and read timeout of one chat/webhook call (in the worker, never in a request).
 NOTIFY_WEBHOOK_TIMEOUT_S = envint("NOTIFY_WEBHOOK_TIMEOUT_S", 5, minimum=1, maximum=60)
 # A job still queued this many times its estimated wait is "stuck" (job.stuck, once per attempt).

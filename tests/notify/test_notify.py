@@ -3,6 +3,8 @@ retried and then shown on the account page; chat addresses inside the lab are re
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.db import transaction
 
@@ -160,3 +162,23 @@ def test_the_course_channel_hears_its_reservations(webhook, on_commit):
     (hook,) = webhook.wait_for(1)
     assert hook["path"] == "/class"
     assert "The reservation “DL lab” starts at" in hook["message"]
+
+
+def test_without_a_broker_the_periodic_sweep_sends_what_is_due(smtp_server, on_commit, settings, frozen_now):
+    """The embedded run (tasks would run inside the request): nothing is sent from the request; the periodic
+    runner's sweep sends it once the digest window is over, once."""
+    from accounts.tasks import notify_sweep
+
+    settings.NOTIFY_SEND_FROM_PERIODIC = True
+    settings.NOTIFY_DIGEST_WINDOW_S = 30
+    now = frozen_now("2026-11-27 10:00")
+    ada = UserFactory(username="ada", email="ada@lab.example")
+    with on_commit():
+        notify([ada], "job.failed", CONTEXTS["job.failed"])
+        notify([ada], "job.succeeded", CONTEXTS["job.succeeded"])
+    assert smtp_server.messages == [] and notify_sweep() == 0  # inside the window
+    frozen_now(now + dt.timedelta(seconds=30))
+    assert notify_sweep() == 1
+    (mail,) = smtp_server.wait_for(1)
+    assert " ".join(str(mail["Subject"]).split()) == "[GPU Lab] 2 notifications"
+    assert notify_sweep() == 0 and len(smtp_server.messages) == 1
