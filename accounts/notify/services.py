@@ -71,11 +71,14 @@ def notify(
     if event not in EVENTS:
         raise ValueError(f"unknown notification event {event!r}")
     people = list({user.pk: user for user in users if user is not None and user.is_active}.values())
+    if not people and course is None:
+        return 0
     skip = set(already)
     with_chat = set(ChatTarget.objects.filter(user__in=people).values_list("user_id", flat=True))
     rows = []
+    wanted = channels_for(people, event)
     for user in people:
-        for channel in sorted(channels_for([user], event)[user.pk] - skip):
+        for channel in sorted(wanted[user.pk] - skip):
             if (channel == EMAIL and not user.email) or (channel == CHAT and user.pk not in with_chat):
                 continue
             rows.append(Notification(user=user, event=event, channel=channel, context=context))
