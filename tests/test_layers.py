@@ -71,6 +71,8 @@ CAPABILITIES = (
     "labs.telemetry",
     "labs.budgets",
     "labs.usage",
+    "labs.maintenance",
+    "accounts.notify",
     "accounts",
     "labs",
     "jobs",
@@ -82,6 +84,8 @@ MODEL_HOMES = {
     "labs.models.telemetry": "labs.telemetry",
     "labs.models.budgets": "labs.budgets",
     "labs.models.usage": "labs.usage",
+    "labs.models.maintenance": "labs.maintenance",
+    "accounts.models.notify": "accounts.notify",
 }
 ENTRY_POINTS = {
     "accounts": (
@@ -94,6 +98,13 @@ ENTRY_POINTS = {
         "accounts.credentials",  # what open streams (the GPU WebSocket, followed logs) look at again
         "accounts.timefmt",  # the one rule for time: the lab's zone, one format per kind, the person's language
         "accounts.locale",  # a person's language (e-mails and notices speak it) and numbers as it writes them
+    ),
+    # Telling people: notify() and the channel names (its package), the choices (services, selectors).
+    "accounts.notify": (
+        "accounts.notify",
+        "accounts.notify.selectors",
+        "accounts.notify.services",
+        "accounts.models.notify",
     ),
     "labs": (
         "labs",
@@ -133,6 +144,12 @@ ENTRY_POINTS = {
         "labs.budgets.selectors",
         "labs.budgets.services",  # the guard notebooks and jobs call before they queue
         "labs.models.budgets",
+    ),
+    "labs.maintenance": (
+        "labs.maintenance",
+        "labs.maintenance.selectors",  # the windows placement and bookings keep out of
+        "labs.maintenance.services",
+        "labs.models.maintenance",
     ),
     "labs.usage": (
         "labs.usage",

@@ -25,8 +25,7 @@ from django.utils.translation import gettext as _
 
 from accounts.locale import fmt_number, speaking
 from accounts.models import NoticeLevel, User
-from accounts.notify import notify
-from accounts.notify.events import EMAIL, PORTAL
+from accounts.notify import EMAIL, PORTAL, notify
 from accounts.services import notice_send
 from labs.budgets.selectors import BudgetUse, alert_recipients, budget_use, thresholds_of, who_raises
 from labs.models.budgets import Budget, BudgetAction, BudgetAlert

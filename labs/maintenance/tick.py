@@ -1,8 +1,9 @@
-"""Maintenance along its life, run by the reservation tick (labs.tasks.reservations_tick): tell the people with work
-or bookings on its nodes MAINTENANCE_NOTIFY_LEAD_H ahead; at its start drain the nodes (notebooks end, job attempts
-are preempted with their grace and queued again: labs.services.node_drain) and cordon them with the reason; at its
-end uncordon those it cordoned. Each step is marked on the row (notified_at, started_at, ended_at), claimed with a
-conditional UPDATE so two ticks never do it twice; safe to run late (a window already over only restores)."""
+"""Maintenance along its life, at the reservation tick's interval (the task labs.tasks.maintenance_tick): tell the
+people with work or bookings on its nodes MAINTENANCE_NOTIFY_LEAD_H ahead; at its start drain the nodes (notebooks
+end, job attempts are preempted with their grace and queued again: labs.services.node_drain) and cordon them with
+the reason; at its end uncordon those it cordoned. Each step is marked on the row (notified_at, started_at,
+ended_at), claimed with a conditional UPDATE so two ticks never do it twice; safe to run late (a window already over
+only restores)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 
-from accounts.notify import notify
-from accounts.notify.events import PORTAL
+from accounts.notify import PORTAL, notify
 from accounts.selectors import effective_quota
 from accounts.services import notice_send
 from labs.ledger import week_gpu_hours_by_user, week_start

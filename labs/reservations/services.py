@@ -18,8 +18,7 @@ from django.utils.translation import gettext_noop
 from accounts.errors import Conflict, InvalidInput
 from accounts.locale import speaking
 from accounts.models import Course, User
-from accounts.notify import notify
-from accounts.notify.events import PORTAL
+from accounts.notify import PORTAL, notify
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota, lab_admins

@@ -12,8 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts.notify import notify
-from accounts.notify.events import PORTAL
+from accounts.notify import PORTAL, notify
 from accounts.services import notice_send
 from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
 from labs.models import Allocation, AllocationKind, Gpu, Reservation, ReservationStatus

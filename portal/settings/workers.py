@@ -46,6 +46,7 @@ def _every(task: str, seconds: int) -> dict:
 
 CELERY_BEAT_SCHEDULE = {
     "reservations-tick": _every("labs.tasks.reservations_tick", RESERVATION_TICK_S),  # lab.py
+    "maintenance-tick": _every("labs.tasks.maintenance_tick", RESERVATION_TICK_S),  # lab.py (the same tick)
     # The cluster's nodes, with the kubernetes inventory only (lab.py).
     **(
         {"inventory-sync": _every("labs.tasks.inventory_sync", INVENTORY_SYNC_INTERVAL_S)}
