@@ -22,6 +22,7 @@ from accounts.errors import InvalidInput, NotPermitted
 from accounts.models import ChatTarget, Course, Notification, NotifyPreference, User
 from accounts.notify.events import CHAT, COURSE, EMAIL, EVENTS, PERSONAL_CHANNELS, PORTAL, TEST
 from accounts.notify.urls import chat_url_check
+from accounts.ratelimit import rate_limit_hit
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,9 @@ def _queue(rows: list[Notification]) -> int:
 
 
 def notify_test(*, user: User) -> list[str]:
-    """A test message on every channel the person has (now, not after the digest window): which were queued."""
+    """A test message on every channel the person has (now, not after the digest window): which were queued. A few
+    per person and window (RATE_LIMIT_NOTIFY_TEST): each is an e-mail and a chat call."""
+    rate_limit_hit(user=user, action="notify_test")
     channels = [PORTAL]
     if user.email:
         channels.append(EMAIL)

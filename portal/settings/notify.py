@@ -18,6 +18,8 @@ NOTIFY_RETRY_BASE_S = envint("NOTIFY_RETRY_BASE_S", 30, minimum=1, maximum=3600)
 NOTIFY_SEND_FROM_PERIODIC = envbool("NOTIFY_SEND_FROM_PERIODIC", default=not REDIS_URL)
 # Connect and read timeout of one chat/webhook call (in the worker, never in a request).
 NOTIFY_WEBHOOK_TIMEOUT_S = envint("NOTIFY_WEBHOOK_TIMEOUT_S", 5, minimum=1, maximum=60)
+# "Send me a test message" per person in RATE_LIMIT_WINDOW_S (each one is an e-mail and a chat call; 0: no limit).
+RATE_LIMIT_NOTIFY_TEST = envint("RATE_LIMIT_NOTIFY_TEST", 3, minimum=0)
 # A job still queued this many times its estimated wait is "stuck" (job.stuck, once per attempt).
 NOTIFY_STUCK_FACTOR = envint("NOTIFY_STUCK_FACTOR", 2, minimum=1, maximum=100)
 

@@ -166,3 +166,9 @@ def test_the_account_page_saves_the_choices(client, webhook):
     body = client.get("/account/").content.decode()
     assert 'name="job.failed:chat" value="on" aria-label' in body
     assert ChatTarget.objects.get(user=ada).url == webhook.url()
+
+
+def test_test_messages_are_rate_limited(api_as, settings):
+    settings.RATE_LIMIT_NOTIFY_TEST = 2
+    client = api_as("student")
+    assert [client.post(URL + "test/").status_code for _ in range(3)] == [202, 202, 429]
