@@ -19,6 +19,7 @@ from accounts.errors import Conflict, InvalidInput, NotFound, NotPermitted
 from accounts.locale import speaking
 from accounts.models import Course, MoreRequest, NoticeLevel, RequestKind, RequestStatus, User
 from accounts.more_requests_selectors import deciders_of, may_decide, more_requests_visible_to
+from accounts.notify import PORTAL, notify
 from accounts.services import notice_send
 
 AUDIT_FIELDS = ("status", "kind", "amount", "until", "granted_amount", "granted_until", "decision_reason")
@@ -202,6 +203,19 @@ def more_request_decide(
             }
 
     _tell(request.user, text, ref=f"more-request:{request.pk}:decided")
+    # E-mail or chat too, as the person chose (the portal notice above is already sent).
+    approved = request.status == RequestStatus.APPROVED
+    notify(
+        [request.user],
+        "request.decided",
+        {
+            "kind": request.kind,
+            "amount": str(request.granted_amount if approved else request.amount),
+            "decision": "approved" if approved else "refused",
+            "reason": reason,
+        },
+        already=(PORTAL,),
+    )
     return request
 
 

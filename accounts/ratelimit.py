@@ -38,6 +38,7 @@ ACTIONS = {
     "job_submit": Action("RATE_LIMIT_JOB_SUBMIT", gettext_noop("jobs submitted")),
     "notebook_start": Action("RATE_LIMIT_NOTEBOOK_START", gettext_noop("notebook starts")),
     "reservation_create": Action("RATE_LIMIT_RESERVATION_CREATE", gettext_noop("reservations made")),
+    "notify_test": Action("RATE_LIMIT_NOTIFY_TEST", gettext_noop("test notifications sent")),
 }
 
 

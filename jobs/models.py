@@ -107,6 +107,8 @@ class Job(models.Model):
     reason = models.CharField(max_length=300, blank=True)
     position = models.PositiveIntegerField(null=True, blank=True)
     estimated_start = models.DateTimeField(null=True, blank=True)
+    # The attempt whose owner was told it waits longer than estimated (jobs/notices.py): once per attempt.
+    stuck_told_attempt = models.PositiveIntegerField(default=0)
     # A stop was asked for (cancel or preemption); the attempt ends when the backend says it is gone.
     stop_reason = models.CharField(max_length=16, choices=StopReason.choices, blank=True, default="")
     stop_note = models.CharField(max_length=300, blank=True)

@@ -24,6 +24,7 @@ from django.utils import timezone
 from accounts.errors import PortalError
 from accounts.models import Course, User
 from labs.ledger import GpuShare, Ref, allocation_open
+from labs.maintenance.selectors import maintenance_windows
 from labs.models import (
     Allocation,
     AllocationKind,
@@ -31,6 +32,7 @@ from labs.models import (
     NodeStatus,
     Reservation,
     ReservationNode,
+    ReservationStatus,
 )
 from labs.reservations.selectors import not_yours, reservation_people
 
@@ -102,6 +104,22 @@ def reserved_windows(
         windows[row.node_id].append(
             (ReservationWindow(row.starts_at, row.ends_at, row.reservation_id), row.reservation)
         )
+    # Maintenance holds its nodes as a reservation nobody may use: no job runs into it, a notebook ends before it.
+    for node_id, found in maintenance_windows(starts_at, ends_at).items():
+        for maintenance in found:
+            stand_in = Reservation(
+                pk=-maintenance.pk,
+                owner_id=None,
+                course_id=None,
+                title=f"maintenance: {maintenance.reason}"[:120],
+                starts_at=maintenance.starts_at,
+                ends_at=maintenance.ends_at,
+                status=ReservationStatus.APPROVED,
+            )
+            windows[node_id].append(
+                (ReservationWindow(maintenance.starts_at, maintenance.ends_at, -maintenance.pk), stand_in)
+            )
+        windows[node_id].sort(key=lambda pair: pair[0].starts_at)
     return windows
 
 

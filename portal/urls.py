@@ -10,11 +10,13 @@ from jobs import urls as jobs_urls
 from labs import api as labs_api
 from labs import views as labs_views
 from labs.budgets import urls as budgets_urls
+from labs.maintenance import urls as maintenance_urls
 from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
 from labs.telemetry import urls as telemetry_urls
 from labs.usage import urls as usage_urls
 from portal import ops
+from portal.api import notify as notify_api
 from portal.api import oversight as oversight_api
 from portal.api import rosters as rosters_api
 from portal.api import views as portal_api
@@ -33,6 +35,8 @@ _docs_csp = csp_update(
 
 api_v1 = [
     path("me/", portal_api.MeApi.as_view(), name="me"),
+    path("me/notifications/", notify_api.NotificationsApi.as_view(), name="me-notifications"),
+    path("me/notifications/test/", notify_api.NotificationsTestApi.as_view(), name="me-notifications-test"),
     path("token/", portal_api.TokenApi.as_view(), name="token"),
     path("nodes/", labs_api.NodeListApi.as_view(), name="nodes"),
     path("audit/", oversight_api.AuditApi.as_view(), name="audit"),
@@ -45,6 +49,7 @@ api_v1 = [
     path("", include(notebooks_urls.api_urlpatterns)),
     path("", include(jobs_urls.api_urlpatterns)),
     path("", include(budgets_urls.api_urlpatterns)),
+    path("", include(maintenance_urls.api_urlpatterns)),
     path("", include(usage_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),

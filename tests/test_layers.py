@@ -71,6 +71,8 @@ CAPABILITIES = (
     "labs.telemetry",
     "labs.budgets",
     "labs.usage",
+    "labs.maintenance",
+    "accounts.notify",
     "accounts",
     "labs",
     "jobs",
@@ -82,6 +84,8 @@ MODEL_HOMES = {
     "labs.models.telemetry": "labs.telemetry",
     "labs.models.budgets": "labs.budgets",
     "labs.models.usage": "labs.usage",
+    "labs.models.maintenance": "labs.maintenance",
+    "accounts.models.notify": "accounts.notify",
 }
 ENTRY_POINTS = {
     "accounts": (
@@ -99,6 +103,13 @@ ENTRY_POINTS = {
         "accounts.audit_selectors",  # who reads which entries, the filters, the CSV
         "accounts.more_requests",  # requests for more: ask, decide, expire
         "accounts.more_requests_selectors",  # the overrides in force, for the quota and budget checks
+    ),
+    # Telling people: notify() and the channel names (its package), the choices (services, selectors).
+    "accounts.notify": (
+        "accounts.notify",
+        "accounts.notify.selectors",
+        "accounts.notify.services",
+        "accounts.models.notify",
     ),
     "labs": (
         "labs",
@@ -138,6 +149,12 @@ ENTRY_POINTS = {
         "labs.budgets.selectors",
         "labs.budgets.services",  # the guard notebooks and jobs call before they queue
         "labs.models.budgets",
+    ),
+    "labs.maintenance": (
+        "labs.maintenance",
+        "labs.maintenance.selectors",  # the windows placement and bookings keep out of
+        "labs.maintenance.services",
+        "labs.models.maintenance",
     ),
     "labs.usage": (
         "labs.usage",

@@ -126,6 +126,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "requests/": {"get": (302, 200, 200, 200, 200)},
     "requests/new/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},
     "requests/<int:request_id>/decide/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
+    "console/announcements/": {"get": (302, 403, 403, 200, 403), "post": (302, 403, 403, 400, 403)},
     # --- the hub's one login (django-oauth-toolkit): a sign-in request without a client is refused ----------------
     # The authorize view renders its own error page (200) for a POST without a client, and takes PUT as POST.
     "o/authorize/": {
@@ -149,6 +150,15 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "metrics": {"get": (403, 403, 403, 403, 403), "other": PUBLIC},
     # --- the API (v1) --------------------------------------------------------------------------------------------
     "api/v1/me/": {"get": (401, 200, 200, 200, 200)},
+    # Everyone signed in chooses what they are told (an empty PUT changes nothing; a test message to each channel).
+    "api/v1/me/notifications/": {"get": (401, 200, 200, 200, 200), "put": (401, 200, 200, 200, 200)},
+    "api/v1/me/notifications/test/": {"post": (401, 202, 202, 202, 202)},
+    "api/v1/maintenance/": {
+        "get": (401, 403, 403, 200, 403),
+        "post": (401, 403, 403, 400, 403),
+        "other": (401, 403, 403, 405, 403),  # admins only: 403 before the method
+    },
+    "api/v1/announcements/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/token/": {"post": (400, 400, 400, 400, 400), "other": PUBLIC},  # a password for a token: open to all
     "api/v1/nodes/": {"get": (401, 200, 200, 200, 200)},
     "api/v1/audit/": {"get": (401, 403, 200, 200, 403)},

@@ -2,6 +2,7 @@
 the migrations' `accounts.models.PortalUserManager` and every other name keep their place."""
 
 from accounts.models.audit import AuditEntry
+from accounts.models.notify import Channel, ChatTarget, DeliveryState, Notification, NotifyPreference
 from accounts.models.people import (
     Course,
     CourseRole,
@@ -25,6 +26,11 @@ from accounts.models.tokens import ApiToken, TokenSource
 __all__ = [
     "ApiToken",
     "AuditEntry",
+    "Channel",
+    "ChatTarget",
+    "DeliveryState",
+    "Notification",
+    "NotifyPreference",
     "Course",
     "CourseRole",
     "Enrollment",

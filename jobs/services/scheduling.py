@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from accounts.models import User
@@ -23,6 +23,7 @@ from accounts.selectors import effective_quota
 from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
+from jobs.notices import jobs_tell_stuck, stuck
 from jobs.policy import (
     ClusterState,
     PassResult,
@@ -288,11 +289,13 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
 
 def _save_waiting(waiting: list[Waiting], snap: LabSnapshot, now: dt.datetime) -> None:
     format_time = formatter(now)
-    changed = []
+    changed, late = [], []
     for entry in waiting:
         job = snap.queued.get(entry.job_id)
         if job is None:
             continue
+        if stuck(job, previous_estimate=job.estimated_start, now=now):
+            late.append(job)
         sentence = entry.sentence(format_time)[:300]
         estimate = (
             dt.datetime.fromtimestamp(entry.estimated_start, dt.UTC) if entry.estimated_start is not None else None
@@ -310,6 +313,9 @@ def _save_waiting(waiting: list[Waiting], snap: LabSnapshot, now: dt.datetime) -
         Job.objects.bulk_update(
             [j for j in changed if j.pk in still], ["reason", "position", "estimated_start"], batch_size=500
         )
+    if late:
+        jobs_tell_stuck(late)
+        Job.objects.filter(pk__in=[j.pk for j in late], state=JobState.QUEUED).update(stuck_told_attempt=F("attempt"))
 
 
 def scheduling_pass(*, now: dt.datetime | None = None) -> PassReport:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from jobs import enqueue
 from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason
+from jobs.notices import job_moved
 from labs.ledger import Ref, allocations_close
 
 REASON_MAX = 500
@@ -43,8 +44,10 @@ def transition(
             attempt=attempt_to or job.attempt,
             reason=why[:REASON_MAX],
         )
-    for name, value in values.items():
-        setattr(job, name, value)
+        requeued = to == JobState.QUEUED and attempt_to is not None
+        for name, value in values.items():
+            setattr(job, name, value)
+        job_moved(job, to=to, why=why[:REASON_MAX], requeued=requeued)
     return True
 
 

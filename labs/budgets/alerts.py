@@ -25,6 +25,7 @@ from django.utils.translation import gettext as _
 
 from accounts.locale import fmt_number, speaking
 from accounts.models import NoticeLevel, User
+from accounts.notify import EMAIL, PORTAL, notify
 from accounts.services import notice_send
 from labs.budgets.selectors import BudgetUse, alert_recipients, budget_use, thresholds_of, who_raises
 from labs.models.budgets import Budget, BudgetAction, BudgetAlert
@@ -115,6 +116,13 @@ def _tell(use: BudgetUse, threshold: int, *, now: dt.datetime) -> tuple[int, int
         return subject, f"{alert_sentence(use, threshold)}\n\n{details}\n"
 
     emails = _mail(people, compose)
+    # The notices and e-mails above are those channels (their own once-only rules); chat as each person chose.
+    notify(
+        people,
+        "budget.threshold",
+        {"id": use.budget.pk, "name": use.budget.name, "threshold": threshold},
+        already=(PORTAL, EMAIL),
+    )
     return notices, emails
 
 

@@ -7,6 +7,7 @@
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
 - budgets.py       Budget, BudgetAlert, UsageReportSent: GPU-hour budgets, the alerts told, the weekly reports sent
 - usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs
+- maintenance.py   Maintenance (windows with nodes out of service), Announcement (banners), Severity
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
 
 `from labs.models import X` is the way in for every name below.
@@ -15,6 +16,7 @@
 from labs.images import ImageRule
 from labs.models.budgets import Budget, BudgetAction, BudgetAlert, BudgetPeriod, UsageReportSent
 from labs.models.ledger import Allocation, AllocationKind
+from labs.models.maintenance import Announcement, Maintenance, Severity
 from labs.models.nodes import Gpu, Node, NodeStatus, node_name_validator
 from labs.models.notebooks import (
     NOTEBOOK_ACTIVE,
@@ -41,12 +43,14 @@ __all__ = [
     "NOTEBOOK_LIVE",
     "WORKING_STATUSES",
     "Allocation",
+    "Announcement",
     "AllocationKind",
     "Budget",
     "BudgetAction",
     "BudgetAlert",
     "BudgetPeriod",
     "Gpu",
+    "Maintenance",
     "HolderEfficiency",
     "GpuAlert",
     "GpuAlertKind",
@@ -61,6 +65,7 @@ __all__ = [
     "Reservation",
     "ReservationNode",
     "ReservationStatus",
+    "Severity",
     "UsageReportSent",
     "node_name_validator",
 ]

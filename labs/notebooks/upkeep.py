@@ -15,6 +15,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 
+from accounts.notify import PORTAL, notify
 from accounts.selectors import effective_quota
 from accounts.services import notice_send
 from labs.ledger import week_gpu_hours_by_user, week_start
@@ -84,13 +85,21 @@ def _session_length(session: NotebookSession, now: dt.datetime, report: UpkeepRe
     if now >= session.ends_at:
         return "Stopped at the end of its session. Start a new one to go on."
     if now >= session.ends_at - dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN) and session.end_warned_at is None:
-        report.warned += notice_send(
+        told = notice_send(
             user=session.user,
             level="warning",
             text=f"Your notebook “{session.profile.name}” ends at {at_local(session.ends_at)}."
             " Extend it from the Notebooks page if you need longer.",
             ref=f"{session.ref}:ends:{int(session.ends_at.timestamp())}",
         )
+        if told:  # the portal notice above is the in-portal channel; e-mail and chat as the person chose
+            notify(
+                [session.user],
+                "notebook.session_end",
+                {"name": session.profile.name, "at": session.ends_at.isoformat()},
+                already=(PORTAL,),
+            )
+        report.warned += told
         session.end_warned_at = now
         changed.append("end_warned_at")
     return None
@@ -110,13 +119,21 @@ def _idle(session: NotebookSession, now: dt.datetime, report: UpkeepReport, chan
     if now - idle_since >= idle_after - warn_ahead and (
         session.idle_warned_at is None or session.idle_warned_at < idle_since
     ):
-        report.warned += notice_send(
+        told = notice_send(
             user=session.user,
             level="warning",
             text=f"Your notebook “{session.profile.name}” looks idle and will be stopped at"
             f" {at_local(idle_since + idle_after)}. Press Keep running on the Notebooks page to keep it.",
             ref=f"{session.ref}:idle:{int(idle_since.timestamp())}",
         )
+        if told:
+            notify(
+                [session.user],
+                "notebook.cull",
+                {"name": session.profile.name, "at": (idle_since + idle_after).isoformat()},
+                already=(PORTAL,),
+            )
+        report.warned += told
         session.idle_warned_at = now
         changed.append("idle_warned_at")
     return None

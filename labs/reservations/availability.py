@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from accounts.errors import Conflict
+from labs.maintenance.selectors import maintenance_windows
 from labs.models import Node, NodeStatus, ReservationNode
 from labs.reservations.wording import iso, when
 
@@ -32,7 +33,9 @@ def busy_rows(node_ids, starts_at: dt.datetime, ends_at: dt.datetime):
 def free_nodes(starts_at: dt.datetime, ends_at: dt.datetime) -> list[Node]:
     """Ready nodes with no holding reservation in [starts_at, ends_at)."""
     busy = ReservationNode.objects.filter(holds=True, starts_at__lt=ends_at, ends_at__gt=starts_at).values("node_id")
-    return list(Node.objects.filter(status=NodeStatus.READY).exclude(id__in=busy).order_by("name"))
+    in_maintenance = set(maintenance_windows(starts_at, ends_at))
+    nodes = Node.objects.filter(status=NodeStatus.READY).exclude(id__in=busy).exclude(id__in=in_maintenance)
+    return list(nodes.order_by("name"))
 
 
 def earliest_fit(

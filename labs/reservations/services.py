@@ -19,11 +19,13 @@ from accounts import audit
 from accounts.errors import Conflict, InvalidInput
 from accounts.locale import speaking
 from accounts.models import Course, User
+from accounts.notify import PORTAL, notify
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
 from accounts.selectors import effective_quota, lab_admins
 from accounts.services import notice_send, notices_retire
 from labs.ledger import Ref, allocations_close
+from labs.maintenance.selectors import maintenance_clash
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 from labs.reservations.availability import conflict, free_nodes
 from labs.reservations.node_request import NodeRequest
@@ -51,6 +53,16 @@ def _insert(reservation: Reservation, nodes: list[Node]) -> None:
         raise IntegrityError("reservation_node_no_overlap")
 
 
+def refuse_maintenance(nodes: list[Node], starts_at: dt.datetime, ends_at: dt.datetime) -> None:
+    """A booking may not overlap maintenance of any of its nodes: 409 naming the window."""
+    clash = maintenance_clash([node.pk for node in nodes], starts_at, ends_at)
+    if clash is not None:
+        raise Conflict(
+            _("The lab has maintenance then (%(from)s to %(to)s): %(reason)s. Choose another time or other nodes.")
+            % {"from": when(clash.starts_at), "to": when(clash.ends_at), "reason": clash.reason}
+        )
+
+
 def _book_one(
     *,
     by: User,
@@ -73,6 +85,7 @@ def _book_one(
                 raise conflict(node_ids=None, count=count, starts_at=starts_at, ends_at=ends_at, until=until)
         else:
             nodes = wanted
+        refuse_maintenance(nodes, starts_at, ends_at)
         try:
             with transaction.atomic():
                 reservation = Reservation.objects.create(
@@ -356,4 +369,19 @@ def reservation_decide(*, by: User, reservation: Reservation, approve: bool, rea
         )
         _retire_pending_notice(reservation)
         notice_send(user=reservation.owner, text=text, ref=f"reservation:{reservation.pk}:decided")
+        if approve:
+            notify(
+                [reservation.owner],
+                "reservation.approved",
+                {"id": reservation.pk, "title": reservation.title, "at": reservation.starts_at.isoformat()},
+                course=reservation.course,
+                already=(PORTAL,),
+            )
+        else:
+            notify(
+                [reservation.owner],
+                "reservation.rejected",
+                {"id": reservation.pk, "title": reservation.title, "reason": reason},
+                already=(PORTAL,),
+            )
     return reservation

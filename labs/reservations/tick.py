@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.notify import PORTAL, notify
 from accounts.services import notice_send
 from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
 from labs.models import Allocation, AllocationKind, Gpu, Reservation, ReservationStatus
@@ -142,9 +143,21 @@ def _warn_upcoming(now: dt.datetime) -> int:
         status=ReservationStatus.APPROVED, warned_at__isnull=True, starts_at__gt=now, starts_at__lte=now + lead
     )
     told = 0
-    for reservation in upcoming:
+    for reservation in upcoming.select_related("owner", "course"):
         with transaction.atomic():
             told += _warn(reservation, now)
+            minutes = max(0, round((reservation.starts_at - now).total_seconds() / 60))
+            notify(
+                [reservation.owner],
+                "reservation.starting",
+                {
+                    "id": reservation.pk,
+                    "title": reservation.title,
+                    "at": reservation.starts_at.isoformat(),
+                    "minutes": minutes,
+                },
+                course=reservation.course,
+            )
     return told
 
 
@@ -196,6 +209,13 @@ def _release_no_shows(now: dt.datetime) -> int:
                 text=f"Your reservation “{reservation.title}” was released: nobody used its nodes in the first"
                 f" {minutes} minutes, so they went back to the shared pool.",
                 ref=f"reservation:{reservation.pk}:released",
+            )
+            notify(
+                [reservation.owner],
+                "reservation.no_show",
+                {"id": reservation.pk, "title": reservation.title, "minutes": minutes},
+                course=reservation.course,
+                already=(PORTAL,),
             )
         released += 1
     return released

@@ -24,6 +24,7 @@ to start on any error (portal.checks.refuse_to_start_misconfigured). The setting
     usage       usage and efficiency, budgets and the weekly report
     telemetry   live GPU telemetry
     mail        e-mail
+    notify      notifications (channels, digests, retries) and maintenance windows
     cluster     the lab's cluster: the NetworkPolicy self-check, GPU sharing and storage tiers for jobs, the fast
                 network of multi-node training, the kiosk seat
     security    HTTPS, cookies, the Content-Security-Policy, /metrics
@@ -46,6 +47,7 @@ from portal.settings.notebooks import *  # noqa: F403
 from portal.settings.usage import *  # noqa: F403
 from portal.settings.telemetry import *  # noqa: F403
 from portal.settings.mail import *  # noqa: F403
+from portal.settings.notify import *  # noqa: F403
 from portal.settings.cluster import *  # noqa: F403
 from portal.settings.security import *  # noqa: F403
 from portal.settings.workers import *  # noqa: F403

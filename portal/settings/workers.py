@@ -47,6 +47,7 @@ def _every(task: str, seconds: int) -> dict:
 
 CELERY_BEAT_SCHEDULE = {
     "reservations-tick": _every("labs.tasks.reservations_tick", RESERVATION_TICK_S),  # lab.py
+    "maintenance-tick": _every("labs.tasks.maintenance_tick", RESERVATION_TICK_S),  # lab.py (the same tick)
     # The cluster's nodes, with the kubernetes inventory only (lab.py).
     **(
         {"inventory-sync": _every("labs.tasks.inventory_sync", INVENTORY_SYNC_INTERVAL_S)}
@@ -69,4 +70,5 @@ CELERY_BEAT_SCHEDULE = {
     # Overrides from requests for more end (warned a day before); old audit entries go (people.py).
     "requests-expire": _every("accounts.tasks.more_requests_expire", REQUESTS_SWEEP_S),
     "audit-prune": _every("accounts.tasks.audit_prune", REQUESTS_SWEEP_S),
+    "notify-sweep": _every("accounts.tasks.notify_sweep", 60),  # notify.py
 }

@@ -13,8 +13,11 @@ from django.utils.translation import get_language_from_request, ngettext
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
-from accounts.errors import InvalidInput
-from accounts.models import TokenSource
+from accounts.errors import InvalidInput, NotPermitted
+from accounts.models import Course, TokenSource
+from accounts.notify.events import EVENTS, PERSONAL_CHANNELS
+from accounts.notify.selectors import course_channels_for, notify_overview
+from accounts.notify.services import course_channel_set, notify_test, preferences_set
 from accounts.selectors import token_live_of, tokens_of
 from accounts.services import (
     sessions_end_everywhere,
@@ -41,6 +44,8 @@ def _page(request: HttpRequest, *, status: int = 200, **extra) -> HttpResponse:
         "default_lifetime": ttl,
         "tokens_max": settings.API_TOKENS_MAX,
         "languages": settings.LANGUAGES,
+        "notify": notify_overview(request.user),
+        "course_channels": course_channels_for(request.user),
         **extra,
     }
     return render(request, "account.html", context, status=status)
@@ -62,6 +67,8 @@ def account(request: HttpRequest) -> HttpResponse:
         translation.activate(code or get_language_from_request(request))  # this answer already speaks it
         messages.success(request, _("Your language was saved."))
         return redirect("account")
+    if request.POST.get("action", "").startswith(("notifications", "course-channel")):
+        return _notifications_post(request)
     if request.POST.get("action") == "reports":
         wanted = request.POST.get("usage_report_email") == "yes"
         user_report_email_set(user=request.user, wanted=wanted)
@@ -128,3 +135,32 @@ def sign_out_everywhere(request: HttpRequest) -> HttpResponse:
         ) % {"count": ended}
     messages.success(request, told)
     return redirect("login")
+
+
+def _notifications_post(request: HttpRequest) -> HttpResponse:
+    """The notifications card: choices and chat address, a test message, or a course's channel (its teachers)."""
+    action = request.POST["action"]
+    try:
+        if action == "notifications-test":
+            notify_test(user=request.user)
+            messages.success(request, _("A test message is on its way to each of your channels."))
+        elif action == "course-channel":
+            course = Course.objects.filter(code=request.POST.get("course", "")).first()
+            if course is None:
+                raise NotPermitted(_("Only the course's teachers and admins set its channel."))
+            course_channel_set(by=request.user, course=course, url=request.POST.get("url", ""))
+            messages.success(request, _("The course's channel was saved."))
+        else:
+            choices = {
+                event: {channel: f"{event}:{channel}" in request.POST for channel in PERSONAL_CHANNELS}
+                for event in EVENTS
+            }
+            preferences_set(user=request.user, choices=choices, chat_url=request.POST.get("chat_url", ""))
+            messages.success(request, _("Your notification choices were saved."))
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return _page(request, status=400)
+    except NotPermitted as exc:
+        messages.error(request, exc.message)
+        return _page(request, status=403)
+    return redirect("account")

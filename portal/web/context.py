@@ -1,6 +1,7 @@
 from django.conf import settings
 
 from accounts.permissions import looks_after_courses
+from labs.maintenance.selectors import banners
 
 
 def portal(request):
@@ -10,4 +11,6 @@ def portal(request):
         "lab_time_zone": settings.TIME_ZONE,
         # A callable: the template asks only on pages that show the menu (one query for a student).
         "looks_after_courses": lambda: user is not None and looks_after_courses(user),
+        # Announcements and coming maintenance on every page (a callable: asked only when the page renders it).
+        "banners": banners,
     }

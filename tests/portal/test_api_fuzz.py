@@ -59,6 +59,8 @@ LAB_RULES = [
     "audit_retrieve",  # real days of the years 2000-2999
     "requests_create",  # amounts within bounds, an end after now and not too far, a course one is in
     "requests_decide_create",  # the same bounds for what is granted, a sentence to refuse
+    "maintenance_create",  # nodes that exist or all (one of them), a window in order and ahead, at most 31 days
+    "me_notifications_update",  # events and channels the portal has; a chat address apprise knows, outside the lab
 ]
 CONFIG = SchemathesisConfig.from_dict(
     {

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from portal.web import oversight
-from portal.web.console import nodes, overview, people
+from portal.web.console import announcements, nodes, overview, people
 
 urlpatterns = [
     path("console/", overview.console_index, name="console"),
@@ -21,4 +21,5 @@ urlpatterns = [
     path("requests/", oversight.requests_list, name="requests"),
     path("requests/new/", oversight.request_new, name="request-new"),
     path("requests/<int:request_id>/decide/", oversight.request_decide, name="request-decide"),
+    path("console/announcements/", announcements.announcements_page, name="console-announcements"),
 ]

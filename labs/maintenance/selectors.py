@@ -1,0 +1,87 @@
+"""Reads: which nodes a window takes, the windows in a span (for placement and bookings), the banners of now."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from labs.models import Announcement, Maintenance, Node
+
+
+def maintenance_nodes(maintenance: Maintenance) -> QuerySet[Node]:
+    return Node.objects.all() if maintenance.all_nodes else maintenance.nodes.all()
+
+
+def _open_in(starts_at: dt.datetime, ends_at: dt.datetime) -> QuerySet[Maintenance]:
+    """Windows not over yet that overlap [starts_at, ends_at)."""
+    return Maintenance.objects.filter(ended_at__isnull=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
+
+
+def maintenance_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[Maintenance]]:
+    """Per node id, the maintenance windows overlapping [starts_at, ends_at)."""
+    windows: dict[int, list[Maintenance]] = defaultdict(list)
+    found = list(_open_in(starts_at, ends_at).prefetch_related("nodes"))
+    if not found:
+        return windows
+    every = list(Node.objects.values_list("id", flat=True)) if any(m.all_nodes for m in found) else []
+    for maintenance in found:
+        for node_id in every if maintenance.all_nodes else [node.pk for node in maintenance.nodes.all()]:
+            windows[node_id].append(maintenance)
+    return windows
+
+
+def maintenance_clash(node_ids: list[int], starts_at: dt.datetime, ends_at: dt.datetime) -> Maintenance | None:
+    """The first maintenance window that takes one of these nodes in [starts_at, ends_at), if any."""
+    return (
+        _open_in(starts_at, ends_at)
+        .filter(Q(all_nodes=True) | Q(nodes__id__in=node_ids))
+        .order_by("starts_at", "id")
+        .first()
+    )
+
+
+def maintenances_listed(*, now: dt.datetime | None = None) -> QuerySet[Maintenance]:
+    """For the admins: every window not over, and those over in the last 30 days."""
+    now = now or timezone.now()
+    return (
+        Maintenance.objects.filter(ends_at__gt=now - dt.timedelta(days=30))
+        .select_related("created_by")
+        .prefetch_related("nodes")
+        .order_by("starts_at", "id")
+    )
+
+
+def announcements_active(*, now: dt.datetime | None = None) -> QuerySet[Announcement]:
+    now = now or timezone.now()
+    return Announcement.objects.filter(starts_at__lte=now, ends_at__gt=now).order_by("-starts_at", "-id")
+
+
+def banners(*, now: dt.datetime | None = None) -> list[dict]:
+    """What every page shows on top: active announcements, and maintenance from MAINTENANCE_BANNER_LEAD_H before
+    its start until its end. Each: kind, severity, text, starts_at, ends_at (the template words maintenance)."""
+    now = now or timezone.now()
+    shown = [
+        {"kind": "announcement", "severity": a.severity, "text": a.text, "starts_at": a.starts_at, "ends_at": a.ends_at}
+        for a in announcements_active(now=now)
+    ]
+    lead = dt.timedelta(hours=settings.MAINTENANCE_BANNER_LEAD_H)
+    for m in Maintenance.objects.filter(
+        ended_at__isnull=True, starts_at__lte=now + lead, ends_at__gt=now
+    ).prefetch_related("nodes"):
+        shown.append(
+            {
+                "kind": "maintenance",
+                "severity": "warning",
+                "text": m.reason,
+                "nodes": "" if m.all_nodes else ", ".join(sorted(node.name for node in m.nodes.all())),
+                "all_nodes": m.all_nodes,
+                "starts_at": m.starts_at,
+                "ends_at": m.ends_at,
+                "now": m.starts_at <= now,
+            }
+        )
+    return shown
