@@ -26,7 +26,6 @@ def _at(value: str | None) -> str:
         return value
 
 
-@dataclasses.dataclass(frozen=True)
 def _request_what(c: dict) -> str:
     """What a request for more asked or was granted, in the reader's language (accounts.more_requests says the same)."""
     n = c.get("amount", "")
@@ -39,6 +38,7 @@ def _decision(c: dict) -> str:
     return {"approved": _("approved"), "refused": _("refused")}.get(c.get("decision", ""), c.get("decision", ""))
 
 
+@dataclasses.dataclass(frozen=True)
 class Event:
     name: str
     label: object  # a lazy translation
