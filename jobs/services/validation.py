@@ -62,6 +62,7 @@ class JobRequest:
     reservation: Reservation | None
     course: Course | None
     datasets: tuple[str, ...]
+    idle_ok_reason: str = ""
 
     @property
     def total_gpus(self) -> int:
@@ -324,6 +325,7 @@ def validate_request(
     gpu_share: Any = None,
     scratch: Any = None,
     bulk: Any = None,
+    idle_ok_reason: Any = None,
     now: dt.datetime | None = None,
 ) -> JobRequest:
     """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
@@ -343,6 +345,9 @@ def validate_request(
     chosen = _check_reservation(reservation, user, runtime, now, errors)
     names = _check_datasets(datasets, errors)
     course_row = _check_course(course, user, chosen, errors)
+    idle_ok = idle_ok_reason.strip() if isinstance(idle_ok_reason, str) else ""
+    if idle_ok_reason not in (None, "") and not (isinstance(idle_ok_reason, str) and len(idle_ok) <= 300):
+        errors["idle_ok_reason"] = "A sentence of at most 300 characters."
     if errors:
         listed = ", ".join(sorted(errors))
         raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)
@@ -362,6 +367,7 @@ def validate_request(
         reservation=chosen,
         course=course_row,
         datasets=names,
+        idle_ok_reason=idle_ok,
     )
 
 
