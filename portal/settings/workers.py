@@ -65,4 +65,5 @@ CELERY_BEAT_SCHEDULE = {
     "usage-efficiency-refresh": _every("labs.tasks.usage_efficiency_refresh", USAGE_EFFICIENCY_REFRESH_S),  # usage.py
     "budgets-check": _every("labs.tasks.budgets_check", BUDGETS_CHECK_INTERVAL_S),  # usage.py
     "usage-weekly-report": _every("labs.tasks.usage_weekly_report", USAGE_REPORT_CHECK_S),  # usage.py
+    "usage-efficiency-summary": _every("labs.tasks.usage_efficiency_summary", USAGE_REPORT_CHECK_S),  # usage.py
 }
