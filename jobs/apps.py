@@ -8,11 +8,14 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         # The deploy checks; the jobs' reconcile steps and ledger judge.
         from jobs import checks, reconcile  # noqa: F401
+        from jobs.datasets import notebook_volumes_for
         from jobs.receivers import on_allocations_ended
         from jobs.selectors import job_queue_waits
+        from labs.notebooks.volumes import register_volume_source
         from labs.signals import allocations_ended
         from labs.usage.waits import queue_wait_register
 
         queue_wait_register("job", job_queue_waits)
+        register_volume_source(notebook_volumes_for)
 
         allocations_ended.connect(on_allocations_ended, dispatch_uid="jobs.preempt_on_allocations_ended")

@@ -18,9 +18,10 @@ from accounts.models import User
 from accounts.selectors import role_of
 from accounts.timefmt import fmt_datetime, fmt_time, in_lab_zone
 from jobs.backends.resources import parse_storage_limits
+from jobs.datasets import datasets_usable_by
 from jobs.models import PriorityClass
 from jobs.presets import Preset
-from jobs.selectors import datasets_available, reservations_for_jobs
+from jobs.selectors import reservations_for_jobs
 from labs.images import images_offered
 
 RUNTIMES = [
@@ -186,7 +187,7 @@ class JobForm(forms.Form):
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({when_span(r.starts_at, r.ends_at)})") for r in reservations
         ]
-        self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_available()]
+        self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_usable_by(user).order_by("name")]
         if not self.fields["datasets"].choices:
             del self.fields["datasets"]
         if not (user.is_teacher or user.is_lab_admin):

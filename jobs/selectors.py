@@ -14,7 +14,7 @@ from accounts.errors import NotFound
 from accounts.models import User
 from accounts.permissions import is_owner_or_admin
 from accounts.selectors import course_ids_active_for, effective_quota, work_visible_to
-from jobs.models import Dataset, Job, JobState
+from jobs.models import Job, JobState
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for
 from labs.ledger import week_gpu_hours
@@ -78,10 +78,6 @@ def resource_presets(user: User, *, now: dt.datetime | None = None) -> tuple[lis
         max_runtime_s=settings.JOBS_MAX_RUNTIME_S,
     )
     return presets, left
-
-
-def datasets_available() -> QuerySet[Dataset]:
-    return Dataset.objects.filter(enabled=True).order_by("name")
 
 
 def job_counts_by_state() -> dict[str, int]:

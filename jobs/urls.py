@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs import api, api_catalog, api_outputs, views
+from jobs import api, api_catalog, api_datasets, api_outputs, views
 
 urlpatterns = [
     path("jobs/", views.job_list, name="jobs"),
@@ -14,6 +14,7 @@ urlpatterns = [
 
 api_urlpatterns = [
     path("images/", api_catalog.ImageListApi.as_view(), name="images"),
+    path("datasets/", api_datasets.DatasetListApi.as_view(), name="datasets"),
     path("jobs/", api.JobListApi.as_view(), name="jobs"),
     path("jobs/preview/", api.JobPreviewApi.as_view(), name="job-preview"),
     path("jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="job"),

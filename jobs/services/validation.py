@@ -24,7 +24,8 @@ from accounts.selectors import courses_active_for, role_of
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.backends.resources import parse_storage_limits
 from jobs.backends.rules import env_reader, is_quantity, parse_quantity
-from jobs.models import Dataset, PriorityClass
+from jobs.datasets import datasets_usable_by
+from jobs.models import PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
 from labs.reservations.selectors import may_use_reservation, not_yours
@@ -275,8 +276,8 @@ def _check_priority(priority: Any, user: User, errors: dict[str, str]) -> Any:
     return priority
 
 
-def _check_datasets(datasets: Any, errors: dict[str, str]) -> tuple[str, ...]:
-    """The names of enabled datasets, each once, at most MAX_DATASETS."""
+def _check_datasets(datasets: Any, user: User, errors: dict[str, str]) -> tuple[str, ...]:
+    """The names of enabled datasets this person may use (jobs.datasets), each once, at most MAX_DATASETS."""
     if datasets in (None, ""):
         return ()
     if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
@@ -286,7 +287,7 @@ def _check_datasets(datasets: Any, errors: dict[str, str]) -> tuple[str, ...]:
         errors["datasets"] = f"At most {MAX_DATASETS} datasets."
         return ()
     names = tuple(dict.fromkeys(datasets))
-    known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
+    known = set(datasets_usable_by(user).filter(name__in=names).values_list("name", flat=True))
     unknown = [d for d in names if d not in known]
     if unknown:
         errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
@@ -343,7 +344,7 @@ def validate_request(
     runtime = _check_runtime(max_runtime_s, errors)
     priority = _check_priority(priority, user, errors)
     chosen = _check_reservation(reservation, user, runtime, now, errors)
-    names = _check_datasets(datasets, errors)
+    names = _check_datasets(datasets, user, errors)
     course_row = _check_course(course, user, chosen, errors)
     idle_ok = idle_ok_reason.strip() if isinstance(idle_ok_reason, str) else ""
     if idle_ok_reason not in (None, "") and not (isinstance(idle_ok_reason, str) and len(idle_ok) <= 300):

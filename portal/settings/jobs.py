@@ -36,6 +36,10 @@ JOBS_LOCAL_KEEP_DAYS = envint("JOBS_LOCAL_KEEP_DAYS", 7, minimum=1)
 JOBS_OUTPUTS_NOTICE_DAYS = envint("JOBS_OUTPUTS_NOTICE_DAYS", 2, minimum=0)
 JOBS_OUTPUTS_LIST_MAX = envint("JOBS_OUTPUTS_LIST_MAX", 2000, minimum=10, maximum=100_000)
 JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES = envint("JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES", 2 * 1024**3, minimum=1024)
+# Datasets and course shares (jobs/datasets.py): a teacher's course datasets live locally under DATASETS_LOCAL_ROOT;
+# a notebook mounts at most DATASETS_PER_NOTEBOOK_MAX of those its person may use.
+DATASETS_LOCAL_ROOT = Path(envstr("DATASETS_LOCAL_ROOT", str(VAR_DIR / "datasets")))
+DATASETS_PER_NOTEBOOK_MAX = envint("DATASETS_PER_NOTEBOOK_MAX", 16, minimum=0, maximum=64)
 # Idle GPUs in running jobs (jobs/idle.py): GPUs all under IDLE_GPU_PCT for WARN_S get the owner a notice, and for
 # ACTION_S the job is cancelled or requeued (ACTION: cancel, requeue or off); a job submitted with an
 # idle_ok_reason is exempt. Missing or stale telemetry counts as busy.
