@@ -57,3 +57,11 @@ def follow() -> str:
     idle = jobs_idle_upkeep()
     log.log(logging.INFO if idle.warned or idle.stopped else logging.DEBUG, "idle GPUs: %s", idle)
     return f"{report}; idle GPUs: {idle}"
+
+
+@shared_task(name="jobs.tasks.storage_measure", ignore_result=True)
+def storage_measure() -> dict[str, int]:
+    """What jobs and datasets hold on disk, for the usage pages (beat, every JOBS_STORAGE_MEASURE_S)."""
+    from jobs.storage import storage_measure as measure
+
+    return measure()

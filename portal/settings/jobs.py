@@ -40,6 +40,8 @@ JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES = envint("JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES", 2 * 
 # a notebook mounts at most DATASETS_PER_NOTEBOOK_MAX of those its person may use.
 DATASETS_LOCAL_ROOT = Path(envstr("DATASETS_LOCAL_ROOT", str(VAR_DIR / "datasets")))
 DATASETS_PER_NOTEBOOK_MAX = envint("DATASETS_PER_NOTEBOOK_MAX", 16, minimum=0, maximum=64)
+# The usage pages' storage figures (jobs/storage.py) are measured this often.
+JOBS_STORAGE_MEASURE_S = envint("JOBS_STORAGE_MEASURE_S", 3600, minimum=60)
 # Idle GPUs in running jobs (jobs/idle.py): GPUs all under IDLE_GPU_PCT for WARN_S get the owner a notice, and for
 # ACTION_S the job is cancelled or requeued (ACTION: cancel, requeue or off); a job submitted with an
 # idle_ok_reason is exempt. Missing or stale telemetry counts as busy.
