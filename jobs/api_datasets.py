@@ -3,11 +3,13 @@ courses, admins anywhere). Thin: the rules are jobs.datasets'."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.errors import NotPermitted
 from jobs.datasets import dataset_create, dataset_writable_by, datasets_usable_by, mount_path
 from jobs.models import DatasetKind
 
@@ -53,6 +55,8 @@ class DatasetListApi(APIView):
 
     @extend_schema(request=DatasetIn, responses={201: DatasetOut}, summary="Define a dataset or course share")
     def post(self, request):
+        if not (request.user.is_teacher or request.user.is_lab_admin):
+            raise NotPermitted(_("Teachers define datasets for the courses they teach; lab-wide ones are for admins."))
         data = DatasetIn(data=request.data)
         data.is_valid(raise_exception=True)
         dataset = dataset_create(user=request.user, **data.validated_data)

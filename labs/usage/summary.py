@@ -2,7 +2,7 @@
 rows, labs.usage.efficiency) and one concrete hint, as a notice and an e-mail in their language.
 
 Beat runs `labs.tasks.usage_efficiency_summary` every USAGE_REPORT_CHECK_S; the week is the one the weekly usage
-report covers (labs.budgets.report.report_week: from USAGE_REPORT_HOUR on Monday). The notice's ref names the week,
+report covers (from USAGE_REPORT_HOUR on Monday). The notice's ref names the week,
 so a person is told once (a second run, or a second worker, sends nothing); the e-mail goes with the first notice,
 to those with an address who have not turned the usage e-mails off (`User.usage_report_email`).
 """
@@ -23,10 +23,20 @@ from accounts.locale import fmt_number, speaking
 from accounts.models import User
 from accounts.services import notice_send
 from accounts.timefmt import fmt_date
-from labs.budgets.report import report_week
+from labs.ledger import week_start
 from labs.models import HolderEfficiency
 
 log = logging.getLogger(__name__)
+
+
+def report_week(now: dt.datetime) -> tuple[dt.datetime, dt.datetime] | None:
+    """Last week, from USAGE_REPORT_HOUR on Monday (as the weekly usage report, labs.budgets.report); else None."""
+    this_monday = week_start(now)
+    if timezone.localtime(now) < this_monday + dt.timedelta(hours=settings.USAGE_REPORT_HOUR):
+        return None
+    return week_start(this_monday - dt.timedelta(hours=1)), this_monday
+
+
 # Idle shares at which the hint changes (of the GPU-hours held that week).
 MOSTLY_IDLE = 0.5
 OFTEN_IDLE = 0.15
