@@ -36,12 +36,21 @@ class DatasetOut(serializers.Serializer):
         return DatasetVolume(dataset.name).env_name
 
 
+class _Text(serializers.CharField):
+    """Text only: DRF's CharField would take 0 or true as "0" or "True"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class DatasetIn(serializers.Serializer):
-    name = serializers.CharField(max_length=63)
-    description = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
-    course = serializers.CharField(max_length=32, required=False, allow_null=True, allow_blank=True, default=None)
+    name = _Text(max_length=63)
+    description = _Text(max_length=200, required=False, default="", allow_blank=True)
+    course = _Text(max_length=32, required=False, allow_null=True, allow_blank=True, default=None)
     kind = serializers.ChoiceField(choices=DatasetKind.choices, required=False, default=DatasetKind.DATASET)
-    claim = serializers.CharField(max_length=253, required=False, default="", allow_blank=True, help_text="Admins.")
+    claim = _Text(max_length=253, required=False, default="", allow_blank=True, help_text="Admins.")
     local_path = serializers.CharField(
         max_length=500, required=False, default="", allow_blank=True, help_text="Admins."
     )

@@ -32,13 +32,18 @@ class OutputsOut(serializers.Serializer):
 
 
 class JobOutputsApi(APIView):
-    @extend_schema(responses=OutputsOut, summary="A job's outputs and checkpoint: files, sizes, times")
+    @extend_schema(
+        operation_id="jobs_outputs_list",
+        responses=OutputsOut,
+        summary="A job's outputs and checkpoint: files, sizes, times",
+    )
     def get(self, request, job_id: int):
         return Response(OutputsOut(job_outputs(job_for(request.user, job_id))).data)
 
 
 class JobOutputFileApi(APIView):
     @extend_schema(
+        operation_id="jobs_outputs_file",
         responses={(200, "application/octet-stream"): OpenApiResponse(description="The file's bytes.")},
         summary="Download one of a job's output or checkpoint files",
     )

@@ -261,3 +261,18 @@ def test_a_dataset_is_read_only_in_a_local_notebook_and_absent_from_anothers(peo
     assert outputs["student"].splitlines() == ["visible", "7,0 0 0", "read-only"]
     assert outputs["other"].splitlines()[0] == "hidden" and "7,0 0 0" not in outputs["other"]
     assert not Path(data.course.local_path, "mine.txt").exists()
+
+
+def test_a_course_dataset_under_the_portals_var_dir_is_given_to_jobs_and_the_rest_of_it_never(settings):
+    from jobs.backends.base import DatasetVolume, JobSpec
+    from jobs.backends.local_files import dataset_problems
+
+    settings.DATASETS_LOCAL_ROOT = settings.VAR_DIR / "datasets"
+
+    def spec(path: str) -> JobSpec:
+        return JobSpec(job_id=1, attempt=1, image=IMAGE, command=("python",), gpus_per_node=1, max_runtime_s=60,
+                       datasets=(DatasetVolume("d", local_path=path),))  # fmt: skip
+
+    assert dataset_problems(spec(str(settings.VAR_DIR / "datasets" / "DL-101" / "mnist")), Path("/tmp/jobs")) == []
+    assert dataset_problems(spec(str(settings.VAR_DIR / "secret")), Path("/tmp/jobs"))
+    assert dataset_problems(spec(str(settings.VAR_DIR / "datasets" / ".." / "db")), Path("/tmp/jobs"))
