@@ -157,3 +157,18 @@ def test_idle_ok_reason_on_submission_through_the_api():
     assert Job.objects.get(pk=answer.json()["id"]).idle_ok_reason == "CPU preprocessing"
     long = client.post("/api/v1/jobs/", {**body, "idle_ok_reason": "x" * 301}, format="json")
     assert long.status_code == 400 and "idle_ok_reason" in long.json()["fields"]
+
+
+def test_idle_ok_reason_on_the_job_form(client):
+    from tests.jobs.factories import JOB_FORM
+
+    ImageRuleFactory()
+    lab(1)
+    sam = UserFactory(role="student")
+    client.force_login(sam)
+    assert "idle_ok_reason" in client.get("/jobs/new/").content.decode()
+    answer = client.post("/jobs/new/", {**JOB_FORM, "idle_ok_reason": "waiting on a debugger"})
+    job = Job.objects.get()
+    assert answer.status_code == 302 and job.idle_ok_reason == "waiting on a debugger"
+    again = client.get(f"/jobs/new/?from={job.pk}").content.decode()
+    assert "waiting on a debugger" in again  # edit and submit again keeps it
