@@ -162,6 +162,14 @@ class JobForm(forms.Form):
         coerce=int, required=False, empty_value=None, label=gettext_lazy("Reservation")
     )
     datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    idle_ok_reason = forms.CharField(
+        required=False,
+        max_length=300,
+        label=gettext_lazy("Why its GPUs may sit idle"),
+        help_text=gettext_lazy(
+            "Only if it waits on purpose (CPU preprocessing, a debugger); otherwise idle jobs are stopped."
+        ),
+    )
     env = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
@@ -209,6 +217,7 @@ class JobForm(forms.Form):
             "priority": job.priority,
             "reservation": job.reservation_id,
             "datasets": list(job.datasets),
+            "idle_ok_reason": job.idle_ok_reason,
             "env": "\n".join(f"{name}={value}" for name, value in job.env.items()),
             "gpu_share": f"{job.gpu_share:g}",
             "scratch": job.scratch,
@@ -315,6 +324,7 @@ class JobForm(forms.Form):
             "reservation": data.get("reservation"),
             "env": data.get("env") or {},
             "datasets": data.get("datasets") or [],
+            "idle_ok_reason": data.get("idle_ok_reason") or "",
             "gpu_share": data.get("gpu_share") or 1.0,
             "scratch": data.get("scratch") or "",
             "bulk": data.get("bulk") or "",

@@ -70,10 +70,11 @@ def jobs_idle_upkeep(*, now: dt.datetime | None = None) -> IdleReport:
     utils = gpu_util_of([pair for job in running for pair in _pairs(job)], now=now)
     warn_after = dt.timedelta(seconds=settings.JOBS_IDLE_GPU_WARN_S)
     act_after = dt.timedelta(seconds=settings.JOBS_IDLE_GPU_ACTION_S)
+    busy = [job.pk for job in running if job.idle_ok_reason or _busy(job, utils)]
+    Job.objects.filter(pk__in=busy).update(gpu_busy_at=now)  # one UPDATE a look, however many run
+    report.checked = len(running)
     for job in running:
-        report.checked += 1
-        if job.idle_ok_reason or _busy(job, utils):
-            Job.objects.filter(pk=job.pk).update(gpu_busy_at=now)
+        if job.pk in busy:
             continue
         since = max(filter(None, (job.gpu_busy_at, job.running_at, job.started_at)), default=now)
         idle_for = now - since
