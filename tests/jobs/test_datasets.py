@@ -276,3 +276,28 @@ def test_a_course_dataset_under_the_portals_var_dir_is_given_to_jobs_and_the_res
     assert dataset_problems(spec(str(settings.VAR_DIR / "datasets" / "DL-101" / "mnist")), Path("/tmp/jobs")) == []
     assert dataset_problems(spec(str(settings.VAR_DIR / "secret")), Path("/tmp/jobs"))
     assert dataset_problems(spec(str(settings.VAR_DIR / "datasets" / ".." / "db")), Path("/tmp/jobs"))
+
+
+def test_a_spawner_started_twice_mounts_its_datasets_once(people, data, settings):
+    from portal_hub.options import apply_hook
+
+    settings.NOTEBOOKS_HUB_TOKEN = KEY
+
+    class Spawner:
+        name = "nb7"
+        _log_name = "sam:nb7"
+        log = types.SimpleNamespace(warning=lambda *a: None)
+
+        def __init__(self):
+            self.volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": "home-sam"}}]
+            self.volume_mounts = [{"name": "home", "mountPath": "/home/jovyan"}]
+            self.environment, self.extra_labels, self.node_selector = {}, {}, {}
+            self.extra_resource_limits, self.extra_resource_guarantees, self.extra_pod_config = {}, {}, {}
+            self.image = self.cpu_limit = self.cpu_guarantee = self.mem_limit = self.mem_guarantee = None
+
+    spawner = Spawner()
+    hook = apply_hook(key=KEY, kind="kubernetes")
+    for _ in range(2):
+        hook(spawner, _options(session_of(people.student), gpu(), 3600))
+    assert [v["name"] for v in spawner.volumes] == ["home", "dataset-0", "dataset-1", "dataset-2"]
+    assert [m["mountPath"] for m in spawner.volume_mounts][0] == "/home/jovyan" and len(spawner.volume_mounts) == 4

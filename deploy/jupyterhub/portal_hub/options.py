@@ -296,7 +296,10 @@ def _merge(spawner: Any, name: str, value: Any) -> None:
     if isinstance(value, dict) and isinstance(current, dict):
         value = {**current, **value}
     elif isinstance(value, list) and isinstance(current, list):
-        value = [*current, *value]  # the hub config's volumes (homes) and the session's datasets
+        # The hub config's volumes (homes) and this session's datasets; the config's kept aside the first time, so a
+        # server started again gets its datasets once, not once per start.
+        base = spawner.__dict__.setdefault(f"_portal_config_{name}", list(current))
+        value = [*base, *value]
     setattr(spawner, name, value)
 
 
