@@ -206,7 +206,7 @@ def test_the_job_page_lists_outputs_and_offers_to_run_again(finished, sam, clien
 
 
 def test_run_again_copies_the_checkpoint_into_the_new_job(
-    finished, sam, local_backend, django_capture_on_commit_callbacks
+    finished, sam, local_backend, django_capture_on_commit_callbacks, client
 ):
     with django_capture_on_commit_callbacks(execute=True):
         answer = client_of(sam).post(f"/api/v1/jobs/{finished.pk}/resume/")
@@ -221,6 +221,8 @@ def test_run_again_copies_the_checkpoint_into_the_new_job(
     assert (copy / "sub" / "opt.pt").read_bytes() == b"adam"
     assert not os.path.lexists(copy / "escape") and not os.path.lexists(copy / "pipe")
     assert local_backend.status(JobRef(new.pk, 1)).phase == "succeeded"
+    client.force_login(sam)
+    assert f'href="/jobs/{finished.pk}/"' in client.get(f"/jobs/{new.pk}/").content.decode()
 
 
 @pytest.mark.parametrize("who,status", [("other student", 404), ("teacher", 404), ("anonymous", 401)])
