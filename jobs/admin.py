@@ -9,8 +9,9 @@ from jobs.models import Dataset, Job, JobEvent
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
-    list_display = ["name", "claim", "local_path", "enabled"]
-    list_filter = ["enabled"]
+    list_display = ["name", "kind", "course", "claim", "local_path", "size_bytes", "enabled"]
+    list_filter = ["enabled", "kind"]
+    readonly_fields = ["size_bytes", "measured_at", "created_by"]
     search_fields = ["name", "description"]
 
 

@@ -93,6 +93,14 @@ class JobIn(serializers.Serializer):
     env = _StringMapJson(required=False, default=dict)
     datasets = _StringListJson(required=False, default=list)
     course = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None, max_length=32)
+    idle_ok_reason = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        default=None,
+        max_length=300,
+        help_text="Why this job may hold its GPUs idle (exempts it from the idle-GPU rule); empty: not exempt.",
+    )
 
 
 class JobEventOut(serializers.Serializer):
@@ -125,6 +133,8 @@ class JobOut(serializers.Serializer):
     priority = serializers.CharField()
     reservation = serializers.IntegerField(source="reservation_id", allow_null=True)
     datasets = serializers.ListField(child=serializers.CharField())
+    idle_ok_reason = serializers.CharField()
+    resumed_from = serializers.IntegerField(source="resumed_from_id", allow_null=True)
     attempt = serializers.IntegerField()
     node_names = serializers.ListField(child=serializers.CharField())
     position = serializers.SerializerMethodField()

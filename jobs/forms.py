@@ -18,9 +18,10 @@ from accounts.models import User
 from accounts.selectors import role_of
 from accounts.timefmt import fmt_datetime, fmt_time, in_lab_zone
 from jobs.backends.resources import parse_storage_limits
+from jobs.datasets import datasets_usable_by
 from jobs.models import PriorityClass
 from jobs.presets import Preset
-from jobs.selectors import datasets_available, reservations_for_jobs
+from jobs.selectors import reservations_for_jobs
 from labs.images import images_offered
 
 RUNTIMES = [
@@ -161,6 +162,14 @@ class JobForm(forms.Form):
         coerce=int, required=False, empty_value=None, label=gettext_lazy("Reservation")
     )
     datasets = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    idle_ok_reason = forms.CharField(
+        required=False,
+        max_length=300,
+        label=gettext_lazy("Why its GPUs may sit idle"),
+        help_text=gettext_lazy(
+            "Only if it waits on purpose (CPU preprocessing, a debugger); otherwise idle jobs are stopped."
+        ),
+    )
     env = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
@@ -186,7 +195,7 @@ class JobForm(forms.Form):
         self.fields["reservation"].choices = [("", _("None: the shared pool"))] + [
             (r.pk, f"{r.title} ({when_span(r.starts_at, r.ends_at)})") for r in reservations
         ]
-        self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_available()]
+        self.fields["datasets"].choices = [(d.name, d.name) for d in datasets_usable_by(user).order_by("name")]
         if not self.fields["datasets"].choices:
             del self.fields["datasets"]
         if not (user.is_teacher or user.is_lab_admin):
@@ -208,6 +217,7 @@ class JobForm(forms.Form):
             "priority": job.priority,
             "reservation": job.reservation_id,
             "datasets": list(job.datasets),
+            "idle_ok_reason": job.idle_ok_reason,
             "env": "\n".join(f"{name}={value}" for name, value in job.env.items()),
             "gpu_share": f"{job.gpu_share:g}",
             "scratch": job.scratch,
@@ -314,6 +324,7 @@ class JobForm(forms.Form):
             "reservation": data.get("reservation"),
             "env": data.get("env") or {},
             "datasets": data.get("datasets") or [],
+            "idle_ok_reason": data.get("idle_ok_reason") or "",
             "gpu_share": data.get("gpu_share") or 1.0,
             "scratch": data.get("scratch") or "",
             "bulk": data.get("bulk") or "",

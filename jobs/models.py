@@ -1,4 +1,4 @@
-"""Training jobs: the job and its state machine, its events, and the admin-managed datasets.
+"""Training jobs: the job and its state machine, its events, and the datasets jobs and notebooks mount.
 
 A job moves queued -> starting -> running -> succeeded | failed | cancelled; a preempted attempt goes back to
 queued with `attempt` + 1. Every move is a conditional UPDATE in services.py that also writes a JobEvent.
@@ -52,17 +52,39 @@ dataset_name_validator = RegexValidator(
 )
 
 
+class DatasetKind(models.TextChoices):
+    DATASET = "dataset", gettext_lazy("Dataset (read-only for everyone who may use it)")
+    SHARE = "share", gettext_lazy("Course share (the course's teachers write, its students read)")
+
+
 class Dataset(models.Model):
-    """A read-only dataset jobs may mount: a PersistentVolumeClaim on the cluster, a directory locally."""
+    """Data mounted into the jobs and notebooks of those who may use it: a PersistentVolumeClaim on the cluster, a
+    directory locally. Lab-wide (no course: everyone) or a course's (its members in term); an admin defines the
+    first, a teacher of the course the second (jobs.datasets). Read-only, except a course share for its teachers."""
 
     name = models.CharField(max_length=63, unique=True, validators=[dataset_name_validator])
     claim = models.CharField(max_length=253, blank=True, help_text="The PersistentVolumeClaim (Kubernetes).")
     local_path = models.CharField(max_length=500, blank=True, help_text="The directory (local backend).")
     description = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True)
+    course = models.ForeignKey(
+        "accounts.Course", on_delete=models.CASCADE, null=True, blank=True, related_name="datasets"
+    )
+    kind = models.CharField(max_length=16, choices=DatasetKind.choices, default=DatasetKind.DATASET)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # What it held when last measured (the usage pages), and when.
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    measured_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(kind="share") | Q(course__isnull=False), name="dataset_share_has_course"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -94,6 +116,18 @@ class Job(models.Model):
     )
     # Names of Dataset rows, mounted read-only.
     datasets = models.JSONField(default=list, blank=True)
+    # "Run again from this checkpoint": the job whose checkpoint this one started from (a copy, or a clone).
+    resumed_from = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="resumed_by"
+    )
+    # Why this job may hold its GPUs idle (data preparation on the CPU, a debugger): exempt from the idle-GPU rule
+    # (jobs.idle) when given.
+    idle_ok_reason = models.CharField(max_length=300, blank=True, default="")
+    # The idle-GPU rule's marks for the current attempt: when its GPUs were last seen busy, when it was warned.
+    gpu_busy_at = models.DateTimeField(null=True, blank=True)
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
+    # When the owner was told that its outputs and checkpoints are about to be removed (JOBS_LOCAL_KEEP_DAYS).
+    outputs_notice_at = models.DateTimeField(null=True, blank=True)
 
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     attempt = models.PositiveIntegerField(default=1)

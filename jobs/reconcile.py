@@ -23,6 +23,7 @@ from django.utils import timezone
 from accounts.errors import BackendError
 from jobs.backends import get_job_backend
 from jobs.models import FINISHED_STATES, PLACED_STATES, Job, JobEvent, JobState
+from jobs.outputs import outputs_purge_notices
 from jobs.services.dispatch import job_ref
 from jobs.services.transitions import job_lost, job_stop_done
 from labs.ledger import Ref
@@ -168,4 +169,15 @@ def expire_local_files(*, now: dt.datetime, dry_run: bool = False) -> list[Actio
 register_holder_kind(AllocationKind.JOB, judge_attempts, on_closed=note_closed)
 register_step("jobs-unknown", stop_unknown_attempts, order=10)
 register_step("jobs-vanished", heal_vanished_attempts, order=20)
+
+
+def notify_outputs_purge(*, now: dt.datetime, dry_run: bool = False) -> list[Action]:
+    """Before expire_local_files removes a finished job's outputs, its owner is told (JOBS_OUTPUTS_NOTICE_DAYS)."""
+    if dry_run or get_job_backend().name != "local":
+        return []
+    sent = outputs_purge_notices(now=now)
+    return [Action("outputs_notice", "jobs", f"told {sent} owner(s) their job outputs go soon")] if sent else []
+
+
+register_step("jobs-outputs-notice", notify_outputs_purge, order=29)
 register_step("jobs-expire-local", expire_local_files, order=30)

@@ -16,7 +16,7 @@ from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, User
 from accounts.permissions import is_owner_or_admin
 from accounts.selectors import course_ids_active_for, courses_active_for, effective_quota, work_visible_to
-from jobs.models import Dataset, Job, JobState, JobTemplate
+from jobs.models import Job, JobState, JobTemplate
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for
 from labs.ledger import week_gpu_hours
@@ -80,10 +80,6 @@ def resource_presets(user: User, *, now: dt.datetime | None = None) -> tuple[lis
         max_runtime_s=settings.JOBS_MAX_RUNTIME_S,
     )
     return presets, left
-
-
-def datasets_available() -> QuerySet[Dataset]:
-    return Dataset.objects.filter(enabled=True).order_by("name")
 
 
 def job_counts_by_state() -> dict[str, int]:

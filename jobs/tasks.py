@@ -11,6 +11,7 @@ from celery import shared_task
 
 from accounts.errors import BackendError
 from jobs import enqueue
+from jobs.idle import jobs_idle_upkeep
 from jobs.services.dispatch import job_dispatch, job_stop, jobs_follow
 from jobs.services.scheduling import scheduling_pass
 
@@ -53,4 +54,14 @@ def follow() -> str:
     """Read the status of every placed attempt and move the rows along (beat, every JOBS_FOLLOW_INTERVAL_S)."""
     report = jobs_follow()
     log.log(logging.INFO if report.changed or report.errors else logging.DEBUG, "follow: %s", report)
-    return str(report)
+    idle = jobs_idle_upkeep()
+    log.log(logging.INFO if idle.warned or idle.stopped else logging.DEBUG, "idle GPUs: %s", idle)
+    return f"{report}; idle GPUs: {idle}"
+
+
+@shared_task(name="jobs.tasks.storage_measure", ignore_result=True)
+def storage_measure() -> dict[str, int]:
+    """What jobs and datasets hold on disk, for the usage pages (beat, every JOBS_STORAGE_MEASURE_S)."""
+    from jobs.storage import storage_measure as measure
+
+    return measure()

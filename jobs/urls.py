@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs import api, api_catalog, api_templates, views, views_templates
+from jobs import api, api_catalog, api_datasets, api_outputs, api_templates, views, views_templates
 
 urlpatterns = [
     path("jobs/", views.job_list, name="jobs"),
@@ -22,6 +22,7 @@ urlpatterns = [
         views_templates.template_delete_view,
         name="job-template-delete",
     ),
+    path("jobs/<int:job_id>/resume/", views.job_resume_view, name="job-resume"),
 ]
 
 api_urlpatterns = [
@@ -29,9 +30,13 @@ api_urlpatterns = [
         "courses/<str:code>/job-templates/", api_templates.CourseJobTemplatesApi.as_view(), name="course-job-templates"
     ),
     path("images/", api_catalog.ImageListApi.as_view(), name="images"),
+    path("datasets/", api_datasets.DatasetListApi.as_view(), name="datasets"),
     path("jobs/", api.JobListApi.as_view(), name="jobs"),
     path("jobs/preview/", api.JobPreviewApi.as_view(), name="job-preview"),
     path("jobs/<int:job_id>/", api.JobDetailApi.as_view(), name="job"),
     path("jobs/<int:job_id>/cancel/", api.JobCancelApi.as_view(), name="job-cancel"),
     path("jobs/<int:job_id>/logs/", api.JobLogsApi.as_view(), name="job-logs"),
+    path("jobs/<int:job_id>/outputs/", api_outputs.JobOutputsApi.as_view(), name="job-outputs"),
+    path("jobs/<int:job_id>/outputs/<path:path>", api_outputs.JobOutputFileApi.as_view(), name="job-output-file"),
+    path("jobs/<int:job_id>/resume/", api_outputs.JobResumeApi.as_view(), name="job-resume"),
 ]

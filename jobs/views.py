@@ -12,11 +12,12 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.errors import BackendError, PortalError
-from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
+from accounts.permissions import JOB_OWNER_ACTION, is_owner_or_admin, require_owner_or_admin
 from accounts.selectors import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState
+from jobs.outputs import job_outputs, job_resume
 from jobs.selectors import job_for, jobs_visible_to, may_cancel, resource_presets, templates_usable_by
 from jobs.services import job_cancel, job_preview, job_submit
 from jobs.services.dispatch import job_logs
@@ -115,6 +116,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "log_lines": LOG_LINES,
         "log_end": page.end or 0,  # where the page's script follows the log on from (?follow=1&since=)
         "can_cancel": may_cancel(request.user, job),
+        "outputs": job_outputs(job),
+        "can_resume": job.is_finished and is_owner_or_admin(request.user, job.owner_id),
     }
     return render(request, "jobs/detail.html", context)
 
@@ -143,3 +146,16 @@ def job_cancel_view(request: HttpRequest, job_id: int) -> HttpResponse:
             )
         return redirect("job", job_id=job.pk)
     return render(request, "jobs/cancel.html", {"job": job})
+
+
+@login_required
+@require_http_methods(["POST"])
+def job_resume_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = job_for(request.user, job_id)
+    try:
+        new = job_resume(user=request.user, job=job)
+    except PortalError as exc:
+        messages.error(request, exc.message)
+        return redirect("job", job_id=job.pk)
+    messages.success(request, _("“%(name)s” is queued again, from this job's checkpoint.") % {"name": new.name})
+    return redirect("job", job_id=new.pk)

@@ -136,6 +136,7 @@ ENTRY_POINTS = {
         "labs.notebooks",
         "labs.notebooks.selectors",
         "labs.notebooks.services",
+        "labs.notebooks.volumes",  # where capabilities register what notebooks mount (datasets: jobs/apps.py)
         "labs.models.notebooks",
     ),
     "labs.telemetry": (
@@ -160,6 +161,7 @@ ENTRY_POINTS = {
         "labs.usage",
         "labs.usage.selectors",
         "labs.usage.waits",  # where capabilities that queue work register their queue waits (jobs/apps.py)
+        "labs.usage.storage",  # where capabilities that store files register what they hold (jobs/apps.py)
         "labs.models.usage",
     ),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),

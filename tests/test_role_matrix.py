@@ -82,6 +82,7 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
         "post": (302, 404, 404, 404, 404),
     },
     "courses/<str:code>/job-templates/<int:template_id>/delete/": {"post": (302, 404, 404, 404, 404)},
+    "jobs/<int:job_id>/resume/": {"post": (302, 404, 404, 404, 404)},
     "notebooks/": {"get": (302, 200, 200, 200, 200), "post": (302, 400, 400, 400, 400)},  # POST without a profile
     "notebooks/<int:notebook_id>/stop/": {"get": (302, 404, 404, 404, 404), "post": (302, 404, 404, 404, 404)},
     "notebooks/<int:notebook_id>/extend/": {"post": (302, 404, 404, 404, 404)},
@@ -205,6 +206,11 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "api/v1/jobs/<int:job_id>/": {"get": (401, 404, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/cancel/": {"post": (401, 404, 404, 404, 404)},
     "api/v1/jobs/<int:job_id>/logs/": {"get": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/outputs/": {"get": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/outputs/<path:path>": {"get": (401, 404, 404, 404, 404)},
+    "api/v1/jobs/<int:job_id>/resume/": {"post": (401, 404, 404, 404, 404)},
+    # Datasets: everyone lists what they may mount; teachers (their courses) and admins define them.
+    "api/v1/datasets/": {"get": (401, 200, 200, 200, 200), "post": (401, 403, 400, 400, 403)},
     # Budgets: everyone reads what they may see; only admins write (403 before any budget is looked up).
     "api/v1/budgets/": {
         "get": (401, 200, 200, 200, 200),
@@ -265,7 +271,7 @@ def missing_rows(resolver=None) -> set[str]:
 def sample_path(route: str) -> str:
     """A path the route matches, naming objects that do not exist."""
     path = re.sub(r"<int:[^>]+>", "999999", route)
-    path = re.sub(r"<(?:str|slug):[^>]+>", "no-such", path)
+    path = re.sub(r"<(?:str|slug|path):[^>]+>", "no-such", path)
     path = path.replace("^.*$", "no-such-thing/").replace("/?$", "").replace("\\.", ".").replace("^", "")
     return "/" + path
 

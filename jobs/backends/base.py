@@ -9,7 +9,8 @@ dispatch that runs twice finds the first one's work instead of starting it again
   of a multi-node job), never more than JOBS_LOG_RESPONSE_MAX_BYTES (jobs/backends/logs.py);
 - `list_running()`: every attempt of this portal the backend has not finished (the reconciler's view of the world:
   on the cluster, only Jobs with the portal's labels and its PORTAL_INSTANCE_ID; someone else's are not listed);
-and `purge(job_id)` drops what outlives attempts (the checkpoint volume) once the job is over for good.
+and `purge(job_id)` drops what outlives attempts (the checkpoint volume) once the job is over for good;
+`output_roots(job_id, attempt)` names the directories the portal can read of a job ({} where it cannot).
 Every failure raises accounts.errors.BackendError, whose `retryable` says whether trying again may help.
 """
 
@@ -128,6 +129,9 @@ class JobSpec:
     bulk: str = ""
     owner_role: str = ""
     script: str = ""
+    # "Run again from this checkpoint": the job whose checkpoint this job starts from (copied into its own before
+    # its first attempt: locally a copy, on the cluster a clone of the claim, jobs.backends.manifests).
+    resume_from: int | None = None
 
     @property
     def ref(self) -> JobRef:
@@ -242,5 +246,7 @@ class JobBackend(Protocol):
     ) -> LogPage: ...
 
     def purge(self, job_id: int) -> None: ...
+
+    def output_roots(self, job_id: int, attempt: int) -> dict[str, str]: ...
 
     def list_running(self) -> list[JobRef]: ...

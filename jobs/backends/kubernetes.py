@@ -289,6 +289,10 @@ class KubernetesJobs:
             raise _error(exc, f"read the log of {name}") from exc
         return _log_page(window, ask, read_capped=not window.ended and window.read >= read_cap())
 
+    def output_roots(self, job_id: int, attempt: int) -> dict[str, str]:
+        """The checkpoint claim lives in the cluster: the portal does not mount it, so its page lists nothing."""
+        return {}
+
     def purge(self, job_id: int, *, namespace: str = "") -> None:
         name = checkpoint_name(job_id)
         try:

@@ -37,7 +37,7 @@ from pathlib import Path
 from django.conf import settings
 
 from accounts.errors import BackendError
-from jobs.backends import local_files, sandbox
+from jobs.backends import local_files, outputs, sandbox
 from jobs.backends.base import SCRIPT_PATH, JobRef, JobSpec, JobStatus, LogPage, PodStatus, checkpoint_name
 from jobs.backends.local_runner import group_alive
 from jobs.backends.logs import Ask, last_lines
@@ -117,6 +117,7 @@ class LocalJobs:
             (directory / "work").mkdir(parents=True, exist_ok=True)
             if spec.checkpoint:
                 self.checkpoint_dir(spec.job_id).mkdir(parents=True, exist_ok=True)
+                self._resume(spec)
             checkpoints = self.checkpoint_dir(spec.job_id) if spec.checkpoint else None
             local_files.give_to_job(uid, gid, directory / "work", checkpoints)
             with self._launch_lock(directory):
@@ -130,6 +131,22 @@ class LocalJobs:
         except OSError as exc:
             raise BackendError(f"Could not start job {spec.name} here: {exc}", retryable=True) from exc
         return self.status(spec.ref)
+
+    def _resume(self, spec: JobSpec) -> None:
+        """A job run again from another's checkpoint starts with a copy of it (its regular files and directories
+        only, up to JOBS_CHECKPOINT_SIZE), made once: before its first attempt, into its empty checkpoint dir."""
+        target = self.checkpoint_dir(spec.job_id)
+        if not spec.resume_from or spec.attempt != 1 or any(target.iterdir()):
+            return
+        source = self.checkpoint_dir(spec.resume_from)
+        outputs.copy_tree(source, target, max_bytes=sandbox.quantity(settings.JOBS_CHECKPOINT_SIZE))
+
+    def output_roots(self, job_id: int, attempt: int) -> dict[str, str]:
+        """What the job's page lists: its checkpoints and the work dir of its current attempt."""
+        return {
+            "checkpoint": str(self.checkpoint_dir(job_id)),
+            "work": str(self._dir(JobRef(job_id, attempt)) / "work"),
+        }
 
     def _limits(self, spec: JobSpec) -> dict:
         """rlimits of each rank, from the cluster's per-GPU shares: CPU seconds over its runtime, memory, files."""

@@ -79,12 +79,17 @@ def dataset_problems(spec: JobSpec, root: Path) -> list[str]:
     """A dataset's directory is bound read-only: never the system's or the portal's own (an admin's mistake)."""
     protected = [*PROTECTED_DIRS, str(settings.BASE_DIR), str(settings.VAR_DIR), str(root)]
     protected = {os.path.realpath(path) for path in protected}
+    # The course datasets the portal itself made (jobs.datasets) live under DATASETS_LOCAL_ROOT, by default inside
+    # VAR_DIR: those are given, the rest of VAR_DIR never.
+    made = os.path.realpath(settings.DATASETS_LOCAL_ROOT)
     problems = []
     for dataset in spec.datasets:
         path = dataset.local_path or dataset.path
         if not os.path.isabs(path):
             continue  # not bound: only named in $DATASET_<NAME>
         real = os.path.realpath(path)
+        if os.path.normpath(path) == path and real.startswith(f"{made}/") and made not in protected:
+            continue
         if os.path.normpath(path) != path or any(
             real == other or f"{real}/".startswith(f"{other}/") or f"{other}/".startswith(f"{real.rstrip('/')}/")
             for other in protected

@@ -331,13 +331,18 @@ def service_manifest(spec: JobSpec, config: ClusterConfig, *, owner_uid: str | N
 
 
 def checkpoint_claim_manifest(spec: JobSpec, config: ClusterConfig) -> dict[str, Any]:
-    """The job's writable checkpoint volume; one per job, kept across attempts (ReadWriteMany across nodes)."""
+    """The job's writable checkpoint volume; one per job, kept across attempts (ReadWriteMany across nodes): every
+    attempt's pods mount this same claim at /checkpoint, so a requeued attempt reads what the last one wrote."""
     claim_spec: dict[str, Any] = {
         "accessModes": ["ReadWriteMany" if spec.nodes > 1 else "ReadWriteOnce"],
         "resources": {"requests": {"storage": config.checkpoint_size}},
     }
     if config.checkpoint_storage_class:
         claim_spec["storageClassName"] = config.checkpoint_storage_class
+    if spec.resume_from:
+        # "Run again from this checkpoint": a clone of the earlier job's claim (a CSI driver that clones volumes,
+        # in the same namespace and storage class), so the job starts with its files in /checkpoint.
+        claim_spec["dataSource"] = {"kind": "PersistentVolumeClaim", "name": checkpoint_name(spec.resume_from)}
     labels = {**MANAGED_BY, LABEL_JOB: str(spec.job_id)}
     if spec.owner and label_value(spec.owner):
         labels[LABEL_OWNER] = label_value(spec.owner)

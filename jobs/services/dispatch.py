@@ -62,6 +62,7 @@ def job_spec(job: Job) -> JobSpec:
         owner_id=job.owner_id,
         course=job.course.code if job.course_id else "",
         datasets=datasets,
+        resume_from=job.resumed_from_id,
     )
 
 

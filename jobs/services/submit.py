@@ -98,7 +98,7 @@ def _with_template(user: User, fields: dict[str, Any]) -> dict[str, Any]:
     return template_request(template=template, parameters=parameters, fields=fields)
 
 
-def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> Job:
+def job_submit(*, user: User, now: dt.datetime | None = None, resumed_from: Job | None = None, **fields: Any) -> Job:
     """Queue a job. Nothing is written unless every check passes; a scheduling pass follows the commit.
 
     `fields` are validate_request's: name, image, command or script, gpus, max_runtime_s, nodes, priority, reservation,
@@ -129,10 +129,13 @@ def job_submit(*, user: User, now: dt.datetime | None = None, **fields: Any) -> 
             priority=request.priority,
             reservation=request.reservation,
             datasets=list(request.datasets),
+            idle_ok_reason=request.idle_ok_reason,
+            resumed_from=resumed_from,
             submitted_at=now,
             queued_since=now,
         )
-        JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.QUEUED, attempt=1, reason="submitted")
+        why = f"submitted, from the checkpoint of job {resumed_from.pk}" if resumed_from else "submitted"
+        JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.QUEUED, attempt=1, reason=why)
         answer = preview(queued_from_request(job.pk, user, request, now), now=now)
         job.reason = answer.sentence if not answer.starts_now else "starting now"
         job.position = answer.position if not answer.starts_now else 1

@@ -24,7 +24,8 @@ from accounts.selectors import courses_active_for, role_of
 from jobs.backends.base import ENV_NAME, RESERVED_ENV
 from jobs.backends.resources import parse_storage_limits
 from jobs.backends.rules import env_reader, is_quantity, parse_quantity
-from jobs.models import Dataset, PriorityClass
+from jobs.datasets import datasets_usable_by
+from jobs.models import PriorityClass
 from labs.images import image_problem
 from labs.models import Gpu, NodeStatus, Reservation
 from labs.reservations.selectors import may_use_reservation, not_yours
@@ -62,6 +63,7 @@ class JobRequest:
     reservation: Reservation | None
     course: Course | None
     datasets: tuple[str, ...]
+    idle_ok_reason: str = ""
 
     @property
     def total_gpus(self) -> int:
@@ -274,8 +276,8 @@ def _check_priority(priority: Any, user: User, errors: dict[str, str]) -> Any:
     return priority
 
 
-def _check_datasets(datasets: Any, errors: dict[str, str]) -> tuple[str, ...]:
-    """The names of enabled datasets, each once, at most MAX_DATASETS."""
+def _check_datasets(datasets: Any, user: User, errors: dict[str, str]) -> tuple[str, ...]:
+    """The names of enabled datasets this person may use (jobs.datasets), each once, at most MAX_DATASETS."""
     if datasets in (None, ""):
         return ()
     if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
@@ -285,7 +287,7 @@ def _check_datasets(datasets: Any, errors: dict[str, str]) -> tuple[str, ...]:
         errors["datasets"] = f"At most {MAX_DATASETS} datasets."
         return ()
     names = tuple(dict.fromkeys(datasets))
-    known = set(Dataset.objects.filter(enabled=True, name__in=names).values_list("name", flat=True))
+    known = set(datasets_usable_by(user).filter(name__in=names).values_list("name", flat=True))
     unknown = [d for d in names if d not in known]
     if unknown:
         errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
@@ -324,6 +326,7 @@ def validate_request(
     gpu_share: Any = None,
     scratch: Any = None,
     bulk: Any = None,
+    idle_ok_reason: Any = None,
     now: dt.datetime | None = None,
 ) -> JobRequest:
     """Check a request's fields (InvalidInput naming each bad one) and who may use what (NotPermitted)."""
@@ -341,8 +344,11 @@ def validate_request(
     runtime = _check_runtime(max_runtime_s, errors)
     priority = _check_priority(priority, user, errors)
     chosen = _check_reservation(reservation, user, runtime, now, errors)
-    names = _check_datasets(datasets, errors)
+    names = _check_datasets(datasets, user, errors)
     course_row = _check_course(course, user, chosen, errors)
+    idle_ok = idle_ok_reason.strip() if isinstance(idle_ok_reason, str) else ""
+    if idle_ok_reason not in (None, "") and not (isinstance(idle_ok_reason, str) and len(idle_ok) <= 300):
+        errors["idle_ok_reason"] = "A sentence of at most 300 characters."
     if errors:
         listed = ", ".join(sorted(errors))
         raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)
@@ -362,6 +368,7 @@ def validate_request(
         reservation=chosen,
         course=course_row,
         datasets=names,
+        idle_ok_reason=idle_ok,
     )
 
 

@@ -24,6 +24,7 @@ from labs.models import AllocationKind, Gpu, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
 from labs.notebooks.services import session_finish
 from labs.notebooks.upkeep import notebooks_upkeep
+from labs.notebooks.volumes import notebook_volumes
 from labs.notebooks.wording import at_local
 from labs.placement import Claim, NoCapacity, allocate
 
@@ -148,6 +149,9 @@ def _options(session: NotebookSession, gpu: Gpu, max_seconds: int) -> dict:
         "max_seconds": max_seconds,
         "user_id": session.user_id,  # a local server runs as the person's own uid (the hub's LocalSpawner)
     }
+    volumes = notebook_volumes(session.user)
+    if volumes:  # datasets and course shares this person may use (labs.notebooks.volumes); absent when none
+        options["datasets"] = volumes
     options["sig"] = sign(options, settings.NOTEBOOKS_HUB_TOKEN)
     return options
 

@@ -24,6 +24,7 @@ from labs.models import Gpu
 from labs.usage import charts, csvstream, reports
 from labs.usage.params import read_window
 from labs.usage.selectors import Scope, scope_for
+from labs.usage.storage import storage_rows
 
 HOURS = [f"{hour:02d}" for hour in range(24)]
 
@@ -104,6 +105,7 @@ def my_usage(request):
         sessions=sessions,
         chart=chart,
         idle=set(reports.idle_hints(sessions)),
+        storage=storage_rows(person=request.user),
     )
     return render(request, "usage/mine.html", context)
 
@@ -127,6 +129,7 @@ def course_usage(request):
             ),
             reservations=reports.reservations_table(scope, window),
             budgets=budgets_use(budgets_visible_to(request.user).filter(course=scope.course), now=window.now),
+            storage=storage_rows(course=scope.course),
         )
     return render(request, "usage/course.html", context)
 

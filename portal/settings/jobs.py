@@ -31,6 +31,24 @@ JOBS_DISK_QUOTA = envmatch(
 # Finished attempts' work dirs and the checkpoints of jobs that are over are removed after this many days (the
 # reconciler); their logs stay.
 JOBS_LOCAL_KEEP_DAYS = envint("JOBS_LOCAL_KEEP_DAYS", 7, minimum=1)
+# A job's outputs and checkpoint on its page (jobs/outputs.py): its owner is told this many days before they go; a
+# listing shows at most LIST_MAX files, a download serves at most DOWNLOAD_MAX_BYTES.
+JOBS_OUTPUTS_NOTICE_DAYS = envint("JOBS_OUTPUTS_NOTICE_DAYS", 2, minimum=0)
+JOBS_OUTPUTS_LIST_MAX = envint("JOBS_OUTPUTS_LIST_MAX", 2000, minimum=10, maximum=100_000)
+JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES = envint("JOBS_OUTPUTS_DOWNLOAD_MAX_BYTES", 2 * 1024**3, minimum=1024)
+# Datasets and course shares (jobs/datasets.py): a teacher's course datasets live locally under DATASETS_LOCAL_ROOT;
+# a notebook mounts at most DATASETS_PER_NOTEBOOK_MAX of those its person may use.
+DATASETS_LOCAL_ROOT = Path(envstr("DATASETS_LOCAL_ROOT", str(VAR_DIR / "datasets")))
+DATASETS_PER_NOTEBOOK_MAX = envint("DATASETS_PER_NOTEBOOK_MAX", 16, minimum=0, maximum=64)
+# The usage pages' storage figures (jobs/storage.py) are measured this often.
+JOBS_STORAGE_MEASURE_S = envint("JOBS_STORAGE_MEASURE_S", 3600, minimum=60)
+# Idle GPUs in running jobs (jobs/idle.py): GPUs all under IDLE_GPU_PCT for WARN_S get the owner a notice, and for
+# ACTION_S the job is cancelled or requeued (ACTION: cancel, requeue or off); a job submitted with an
+# idle_ok_reason is exempt. Missing or stale telemetry counts as busy.
+JOBS_IDLE_GPU_PCT = envint("JOBS_IDLE_GPU_PCT", 5, minimum=0, maximum=100)
+JOBS_IDLE_GPU_WARN_S = envint("JOBS_IDLE_GPU_WARN_S", 3600, minimum=60)
+JOBS_IDLE_GPU_ACTION_S = envint("JOBS_IDLE_GPU_ACTION_S", 2 * 3600, minimum=60)
+JOBS_IDLE_GPU_ACTION = envchoice("JOBS_IDLE_GPU_ACTION", "cancel", ("cancel", "requeue", "off"))
 JOBS_LOG_MAX_BYTES = envint("JOBS_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # One answer of the logs API (and the job page) holds at most this much of a log; more is paged by byte offsets.
 # From Kubernetes the portal also reads no further than JOBS_LOG_MAX_BYTES into a pod's log per request.

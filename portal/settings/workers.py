@@ -7,7 +7,7 @@ from celery.schedules import crontab
 
 from accounts.env import envbool, envint
 from portal.settings.data import REDIS_URL
-from portal.settings.jobs import JOBS_FOLLOW_INTERVAL_S, JOBS_SCHEDULE_INTERVAL_S
+from portal.settings.jobs import JOBS_FOLLOW_INTERVAL_S, JOBS_SCHEDULE_INTERVAL_S, JOBS_STORAGE_MEASURE_S
 from portal.settings.lab import INVENTORY_BACKEND, INVENTORY_SYNC_INTERVAL_S, RECONCILE_INTERVAL_S, RESERVATION_TICK_S
 from portal.settings.notebooks import NOTEBOOKS_TICK_S
 from portal.settings.people import REQUESTS_SWEEP_S
@@ -56,6 +56,7 @@ CELERY_BEAT_SCHEDULE = {
     ),
     "jobs-schedule": _every("jobs.tasks.schedule_pass", JOBS_SCHEDULE_INTERVAL_S),  # jobs.py
     "jobs-follow": _every("jobs.tasks.follow", JOBS_FOLLOW_INTERVAL_S),  # jobs.py
+    "jobs-storage-measure": _every("jobs.tasks.storage_measure", JOBS_STORAGE_MEASURE_S),  # jobs.py
     "reconcile": _every("labs.tasks.reconcile", RECONCILE_INTERVAL_S),  # lab.py
     # The nightly LDAP sync at SIGNIN_SYNC_HOUR:15 (UTC), with LDAP only (signin.py).
     **(
@@ -71,4 +72,5 @@ CELERY_BEAT_SCHEDULE = {
     "requests-expire": _every("accounts.tasks.more_requests_expire", REQUESTS_SWEEP_S),
     "audit-prune": _every("accounts.tasks.audit_prune", REQUESTS_SWEEP_S),
     "notify-sweep": _every("accounts.tasks.notify_sweep", 60),  # notify.py
+    "usage-efficiency-summary": _every("labs.tasks.usage_efficiency_summary", USAGE_REPORT_CHECK_S),  # usage.py
 }

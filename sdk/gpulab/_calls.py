@@ -32,6 +32,7 @@ JOB_FIELDS = (
     "env",
     "datasets",
     "course",
+    "idle_ok_reason",
 )
 PAGE_SIZE = 100
 USER_AGENT = f"gpulab-sdk/{VERSION}"

@@ -101,6 +101,8 @@ class Job(Model):
     priority: str = ""
     reservation: int | None = None
     datasets: list[str] = dataclasses.field(default_factory=list)
+    idle_ok_reason: str = ""
+    resumed_from: int | None = None
     attempt: int = 0
     node_names: list[str] = dataclasses.field(default_factory=list)
     position: int | None = None

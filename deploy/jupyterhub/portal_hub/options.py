@@ -42,10 +42,30 @@ GIB = 1024**3
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/:@+]{0,511}$")
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+_DATASET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_CLAIM = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$")
+_ABS_PATH = re.compile(r"^(/[A-Za-z0-9._@+-]+)+$")
+MAX_DATASETS = 64
 
 
 class OptionsRefused(ValueError):
     """The options cannot start a server: say why in one sentence (it reaches the log and the API answer)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetMount:
+    """A dataset or course share: the claim mounted at mount_path on the cluster, the directory bound at its own path
+    locally; read-only unless `writable` (a course share in its teachers' notebooks)."""
+
+    name: str
+    claim: str
+    local_path: str
+    mount_path: str
+    writable: bool = False
+
+    @property
+    def env_name(self) -> str:
+        return "DATASET_" + re.sub(r"[^A-Za-z0-9]", "_", self.name).upper()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +84,7 @@ class SessionOptions:
     gpu_uuid: str
     max_seconds: int
     user_id: int | None = None  # the portal user's (absent from options signed before it was added)
+    datasets: tuple[DatasetMount, ...] = ()  # datasets and course shares the person may use (absent: none)
 
     @property
     def server_name(self) -> str:
@@ -112,6 +133,31 @@ def _text(options: dict[str, Any], name: str, *, pattern: re.Pattern[str] | None
     return value
 
 
+def _datasets(options: dict[str, Any]) -> tuple[DatasetMount, ...]:
+    """The signed datasets, each checked: a name, a claim name, absolute normalised paths (no '..')."""
+    value = options.get("datasets", [])
+    if not isinstance(value, list) or len(value) > MAX_DATASETS:
+        raise OptionsRefused(f"datasets must be a list of at most {MAX_DATASETS}.")
+    mounts = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise OptionsRefused("each dataset must be an object.")
+        mount = DatasetMount(
+            name=_text(item, "name", pattern=_DATASET_NAME, limit=63),
+            claim=_text(item, "claim", pattern=_CLAIM, limit=253),
+            local_path=_text(item, "local_path", limit=500) if item.get("local_path") else "",
+            mount_path=_text(item, "mount_path", pattern=_ABS_PATH, limit=500),
+            writable=item.get("writable") is True,
+        )
+        for path in (mount.local_path, mount.mount_path):
+            if path and (not _ABS_PATH.match(path) or ".." in path.split("/")):
+                raise OptionsRefused(f"dataset {mount.name}'s path {path!r} is not an absolute, plain path.")
+        mounts.append(mount)
+    if len({m.name for m in mounts}) != len(mounts):
+        raise OptionsRefused("two datasets have the same name.")
+    return tuple(mounts)
+
+
 def verify(options: Any, *, key: str, server_name: str) -> SessionOptions:
     """The session the options describe, or OptionsRefused when they are missing, badly signed or malformed.
 
@@ -137,6 +183,7 @@ def verify(options: Any, *, key: str, server_name: str) -> SessionOptions:
         gpu_uuid=_text(options, "gpu_uuid"),
         max_seconds=_int(options, "max_seconds", minimum=1),
         user_id=_int(options, "user_id", minimum=1) if "user_id" in options else None,
+        datasets=_datasets(options),
     )
     # A signed set of options starts one server: the one named after its session.
     if server_name != session.server_name:
@@ -159,6 +206,22 @@ def session_env(opts: SessionOptions) -> dict[str, str]:
         "PORTAL_GPU_MEM_MB": str(opts.gpu_mem_mb),
         "PORTAL_SESSION_MAX_SECONDS": str(opts.max_seconds),
     }
+
+
+def dataset_env(opts: SessionOptions, *, local: bool) -> dict[str, str]:
+    """$DATASET_<NAME>: where each dataset is in this notebook, as a job finds its datasets."""
+    return {d.env_name: (d.local_path if local and d.local_path else d.mount_path) for d in opts.datasets}
+
+
+def kube_volumes(opts: SessionOptions) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """KubeSpawner's volumes and volume_mounts for the datasets: each claim, read-only unless writable."""
+    volumes, mounts = [], []
+    for number, dataset in enumerate(d for d in opts.datasets if d.claim):
+        name = f"dataset-{number}"
+        read_only = not dataset.writable
+        volumes.append({"name": name, "persistentVolumeClaim": {"claimName": dataset.claim, "readOnly": read_only}})
+        mounts.append({"name": name, "mountPath": dataset.mount_path, "readOnly": read_only})
+    return volumes, mounts
 
 
 def gpu_resources(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[str, str]:
@@ -195,7 +258,8 @@ def gpu_resources(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[
 def kube_settings(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[str, Any]:
     """KubeSpawner attributes for this session (merged into what the hub config sets for every notebook)."""
     gpus = gpu_resources(opts, sharing=sharing, replicas=replicas)
-    env = session_env(opts)
+    env = {**session_env(opts), **dataset_env(opts, local=False)}
+    volumes, mounts = kube_volumes(opts)
     if not gpus:
         # No GPU asked for: keep the NVIDIA runtime from handing the image's NVIDIA_VISIBLE_DEVICES=all GPUs over.
         env["NVIDIA_VISIBLE_DEVICES"] = "void"
@@ -212,6 +276,7 @@ def kube_settings(opts: SessionOptions, *, sharing: str, replicas: int) -> dict[
         # The end of the session: the kubelet kills the pod when it has run this long, and the hub notices.
         "extra_pod_config": {"activeDeadlineSeconds": opts.max_seconds},
         "environment": env,
+        **({"volumes": volumes, "volume_mounts": mounts} if volumes else {}),
     }
 
 
@@ -222,7 +287,7 @@ def common_settings(opts: SessionOptions) -> dict[str, Any]:
         "cpu_guarantee": opts.cpu,
         "mem_limit": opts.mem_bytes,
         "mem_guarantee": opts.mem_bytes,
-        "environment": session_env(opts),
+        "environment": {**session_env(opts), **dataset_env(opts, local=True)},
     }
 
 
@@ -230,6 +295,11 @@ def _merge(spawner: Any, name: str, value: Any) -> None:
     current = getattr(spawner, name)
     if isinstance(value, dict) and isinstance(current, dict):
         value = {**current, **value}
+    elif isinstance(value, list) and isinstance(current, list):
+        # The hub config's volumes (homes) and this session's datasets; the config's kept aside the first time, so a
+        # server started again gets its datasets once, not once per start.
+        base = spawner.__dict__.setdefault(f"_portal_config_{name}", list(current))
+        value = [*base, *value]
     setattr(spawner, name, value)
 
 

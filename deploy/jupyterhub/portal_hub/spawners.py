@@ -233,8 +233,10 @@ def start_server(
     port: int,
     hub_port: int,
     limits: dict[str, int],
+    datasets: tuple[Any, ...] = (),
     **popen_kwargs: Any,
 ) -> subprocess.Popen:
+    datasets = tuple(d for d in datasets if d.local_path and os.path.isdir(d.local_path))  # a missing one: not bound
     """Start a server's command in the sandbox behind relay.py (the LocalSpawner's way, for it and the tests)."""
     relay = [sys.executable, str(RELAY), str(sockets), str(port), str(hub_port), "--"]
     server_env = {name: value for name, value in env.items() if sandbox.rules.env_reader(name) is None}
@@ -243,8 +245,9 @@ def start_server(
         env={**server_env, **identity.env()},
         identity=identity,
         cwd=identity.home,
-        writable=[identity.home, str(sockets)],
-        readable=[str(RELAY)],
+        # Datasets at their own paths: read-only, but for a course share in its teachers' notebooks.
+        writable=[identity.home, str(sockets), *(d.local_path for d in datasets if d.writable)],
+        readable=[str(RELAY), *(d.local_path for d in datasets if not d.writable)],
         hostname="notebook",
         unshare_net=True,
         new_session=True,
@@ -319,6 +322,7 @@ class LocalSpawner(SessionClock, SimpleLocalProcessSpawner):
             port=self.port,
             hub_port=hub.port,
             limits=limits,
+            datasets=opts.datasets if opts is not None else (),
             **popen_kwargs,
         )
         self.pid = self.proc.pid
