@@ -21,6 +21,7 @@ app.autodiscover_tasks(["labs.reservations"])
 app.autodiscover_tasks(["labs.notebooks"])
 app.autodiscover_tasks(["labs.budgets"])
 app.autodiscover_tasks(["labs.usage"])
+app.autodiscover_tasks(["labs.coursework"])
 
 
 @signals.import_modules.connect

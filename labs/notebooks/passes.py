@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from accounts.selectors import course_ids_active_for
 from accounts.services import notice_send
+from labs.coursework.services import handouts_deliver_to
 from labs.ledger import Ref, allocations_discard
 from labs.models import AllocationKind, Gpu, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
@@ -220,6 +221,14 @@ def _requeue(session: NotebookSession, reason: str) -> None:
         )
 
 
+def _hand_out(session: NotebookSession) -> None:
+    """The person's released course material and assignments into their home before their server starts."""
+    try:
+        handouts_deliver_to(user=session.user)
+    except Exception:  # never keeps a notebook from starting
+        log.exception("handing course work out to %s failed", session.user_id)
+
+
 def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> None:
     slots = settings.NOTEBOOKS_MAX_STARTING - NotebookSession.objects.filter(status=NotebookStatus.STARTING).count()
     queued = NotebookSession.objects.filter(status=NotebookStatus.QUEUED).select_related("profile", "user")
@@ -247,6 +256,7 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
         if placed is None:
             continue
         row, options = placed
+        _hand_out(row)
         try:
             client.ensure_user(row.hub_user)
             client.start(row.hub_user, row.server_name, options)
