@@ -71,6 +71,7 @@ CAPABILITIES = (
     "labs.telemetry",
     "labs.budgets",
     "labs.usage",
+    "labs.coursework",
     "accounts",
     "labs",
     "jobs",
@@ -82,6 +83,7 @@ MODEL_HOMES = {
     "labs.models.telemetry": "labs.telemetry",
     "labs.models.budgets": "labs.budgets",
     "labs.models.usage": "labs.usage",
+    "labs.models.coursework": "labs.coursework",
 }
 ENTRY_POINTS = {
     "accounts": (
@@ -139,6 +141,12 @@ ENTRY_POINTS = {
         "labs.usage.selectors",
         "labs.usage.waits",  # where capabilities that queue work register their queue waits (jobs/apps.py)
         "labs.models.usage",
+    ),
+    "labs.coursework": (
+        "labs.coursework",
+        "labs.coursework.selectors",
+        "labs.coursework.services",  # the notebook pass hands course work out before a server starts
+        "labs.models.coursework",
     ),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }

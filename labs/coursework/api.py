@@ -14,6 +14,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from labs.coursework.links import nbgitpuller_link
@@ -29,7 +30,6 @@ from labs.coursework.selectors import (
 )
 from labs.coursework.services import handout_publish, submission_hand_in
 from labs.models import HandoutKind, HandoutSource
-from portal.api.parsers import SafeJSONParser
 
 
 class HandoutIn(serializers.Serializer):
@@ -126,7 +126,7 @@ class HandInOut(serializers.Serializer):
 
 def _handouts_api(kind: str):
     class HandoutListApi(APIView):
-        parser_classes = [SafeJSONParser, MultiPartParser]
+        parser_classes = [*api_settings.DEFAULT_PARSER_CLASSES, MultiPartParser]  # the API's JSON, or a zip
 
         @extend_schema(responses=HandoutOut(many=True), summary=f"A course's {kind}s", operation_id=f"{kind}_list")
         def get(self, request, code: str):

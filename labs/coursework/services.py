@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from accounts.errors import Conflict, InvalidInput, NotFound
 from accounts.models import User
 from accounts.selectors import hub_username
-from labs.coursework import files
+from labs.coursework import files, snapshots
 from labs.coursework.selectors import (
     due_for,
     handout_store,
@@ -168,7 +168,7 @@ def _snapshot(handout: Handout, student: User, *, trigger: str, late: bool, now:
     relative = (
         Path("submissions") / str(handout.pk) / str(student.pk) / f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.tar.gz"
     )
-    collected = files.snapshot(
+    collected = snapshots.snapshot(
         homes,
         hub_username(student),
         (handout.course.code, handout.slug),

@@ -24,7 +24,7 @@ from accounts.csvsafe import safe_cell
 from accounts.errors import InvalidInput, NotFound, PortalError
 from accounts.models import User
 from accounts.permissions import require_staff
-from labs.coursework import files
+from labs.coursework import snapshots
 from labs.coursework.links import nbgitpuller_link
 from labs.coursework.selectors import (
     PUBLISH_STAFF_ONLY,
@@ -183,7 +183,7 @@ def submission_view(request: HttpRequest, assignment_id: int, username: str) -> 
     name = request.GET.get("file", "")
     content = None
     if name:
-        data = files.snapshot_read(path, name, max_bytes=VIEW_MAX_BYTES)
+        data = snapshots.snapshot_read(path, name, max_bytes=VIEW_MAX_BYTES)
         if data is None:
             raise NotFound(_("No such file in this snapshot."))
         try:
@@ -193,7 +193,7 @@ def submission_view(request: HttpRequest, assignment_id: int, username: str) -> 
     context = {
         "submission": submission,
         "handout": submission.handout,
-        "entries": files.snapshot_list(path),
+        "entries": snapshots.snapshot_list(path),
         "name": name,
         "content": content,
     }
