@@ -8,6 +8,7 @@ re-reads the queued row under a lock); labs.notebooks.tasks keeps to one pass at
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import logging
@@ -23,6 +24,7 @@ from labs.coursework.services import handouts_deliver_to
 from labs.ledger import Ref, allocations_discard
 from labs.models import AllocationKind, Gpu, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
+from labs.notebooks.prewarm import placeholder_take
 from labs.notebooks.services import session_finish
 from labs.notebooks.upkeep import notebooks_upkeep
 from labs.notebooks.wording import at_local
@@ -246,8 +248,16 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
             if session.reason != HUB_BUSY:
                 NotebookSession.objects.filter(pk=session.pk).update(reason=HUB_BUSY)
             continue
+        taken = placeholder_take(session, now)
+        if taken is not None:
+            row, gpu, held = taken
+            with contextlib.suppress(HubError):  # a placeholder left running is the reconciler's to stop
+                client.stop(held.hub_user, held.server_name)
+            placed = row, _options(row, gpu, int((row.ends_at - now).total_seconds()))
+        else:
+            placed = None
         try:
-            placed = _place(session, now)
+            placed = placed or _place(session, now)
         except NoCapacity as exc:
             blocked_at[key] = share
             why = f"Waiting for a GPU: {exc.message}"[:300]

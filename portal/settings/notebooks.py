@@ -63,6 +63,8 @@ COURSEWORK_TICK_S = envint("COURSEWORK_TICK_S", 30, minimum=5)
 # Warm the lab before class: how long before a course reservation with a notebook profile its image is pre-pulled
 # and its placeholder servers (NotebookProfile.placeholders) are started.
 NOTEBOOKS_PREWARM_MIN = envint("NOTEBOOKS_PREWARM_MIN", 30, minimum=1)
+# Where the pre-puller's Jobs go on the cluster (the hub's HUB_NAMESPACE, where notebook pods run).
+NOTEBOOKS_NAMESPACE = envstr("NOTEBOOKS_NAMESPACE", "gpu-lab-notebooks")
 
 HUB_SPAWNER = envchoice("HUB_SPAWNER", "local" if DEBUG else "kubernetes", ("local", "echo", "kubernetes"))
 
