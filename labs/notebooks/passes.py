@@ -168,12 +168,16 @@ def _place(session: NotebookSession, now: dt.datetime) -> tuple[NotebookSession,
         )
         if row is None:
             return None
+        held_for = row.placeholder_for  # a placeholder goes on its reservation's nodes, once the window is open
+        if held_for is not None:
+            length = min(length, held_for.ends_at - now)
         claim = Claim(
             user=row.user,
             kind=AllocationKind.NOTEBOOK,
             starts_at=now,
             ends_at=now + length,
             share=profile.gpu_share,
+            reservation=held_for,
             course=row.course,
         )
         placement, allocations = allocate(

@@ -60,7 +60,7 @@ def lab(db, settings):
     [reservation] = reservation_create(
         by=teacher,
         title="DL-101 lab",
-        starts_at=now + dt.timedelta(minutes=10),
+        starts_at=now - dt.timedelta(minutes=1),
         ends_at=now + dt.timedelta(hours=2),
         nodes=NodeRequest(names=("gpu01",)),
         course=course,
@@ -112,7 +112,7 @@ def test_placeholders_are_held_and_handed_to_a_student_on_start(lab, settings):
     # The ledger moved over: the placeholder's share closed, the student's open on the same GPU.
     assert not Allocation.objects.filter(ref=f"notebook:{first.pk}", ends_at__isnull=True).exists()
     (mine,) = Allocation.objects.filter(ref=f"notebook:{session.pk}", ends_at__isnull=True)
-    assert mine.user == ada and mine.gpu.node.name == gpu[0]
+    assert mine.user == ada and mine.gpu.node.name == gpu[0] == "gpu01"  # placeholders sit on the reserved node
     run_until(lambda: NotebookSession.objects.get(pk=session.pk).status == NotebookStatus.READY)
     # Handed-over placeholders are not replaced; the other one stops when the window ends.
     assert prewarm_pass()["placeholders"] == 0
