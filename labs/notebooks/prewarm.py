@@ -27,11 +27,11 @@ from accounts.models import CourseRole, Enrollment
 from accounts.selectors import course_ids_active_for, hub_username
 from labs.backends.kube import api_client, kubernetes_error, request_timeout
 from labs.ledger import GpuShare, Ref, allocation_open
-from labs.models import NOTEBOOK_ACTIVE, Gpu, NotebookSession, NotebookStatus, Reservation, ReservationStatus
+from labs.models import NOTEBOOK_ACTIVE, WORKING_STATUSES, Gpu, NotebookSession, NotebookStatus, Reservation
 
 log = logging.getLogger(__name__)
 
-LOCAL_NO_OP = "local spawner: images are not pulled on this machine, nothing to pre-pull for {nodes}"
+LOCAL_NO_OP = "{spawner} spawner: images are not pulled on this machine, nothing to pre-pull for {nodes}"
 HANDED_OVER = "Handed to a student of the course."
 
 
@@ -82,10 +82,13 @@ def prepull(reservation: Reservation) -> str:
     nodes = sorted(reservation.nodes.values_list("name", flat=True))
     image = reservation.notebook_profile.image
     if settings.HUB_SPAWNER != "kubernetes":
-        return LOCAL_NO_OP.format(nodes=", ".join(nodes) or "no node")
+        return LOCAL_NO_OP.format(spawner=settings.HUB_SPAWNER, nodes=", ".join(nodes) or "no node")
     from kubernetes import client
 
-    batch = client.BatchV1Api(api_client())
+    try:
+        batch = client.BatchV1Api(api_client())
+    except Exception as exc:  # no configuration: said, and tried again at the next tick
+        raise kubernetes_error(exc, f"pre-pull {image}") from exc
     namespace = settings.NOTEBOOKS_NAMESPACE
     for node in nodes:
         manifest = prepull_manifest(reservation_id=reservation.pk, node=node, image=image, namespace=namespace)
@@ -109,7 +112,7 @@ def prewarm_due(now: dt.datetime) -> list[Reservation]:
     """Approved course reservations with a notebook profile whose window starts within NOTEBOOKS_PREWARM_MIN."""
     return list(
         Reservation.objects.filter(
-            status=ReservationStatus.APPROVED,
+            status__in=WORKING_STATUSES,  # approved, or active once its window opened
             course__isnull=False,
             notebook_profile__isnull=False,
             starts_at__lte=now + dt.timedelta(minutes=settings.NOTEBOOKS_PREWARM_MIN),
