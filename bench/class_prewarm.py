@@ -72,3 +72,15 @@ def handed_over(portal_url: str, admin_token: str) -> int:
     headers = {"Authorization": f"Token {admin_token}"}
     rows = requests.get(f"{portal_url}/api/v1/notebooks/?limit=500", headers=headers, timeout=30).json()
     return sum(1 for r in rows if r["owner"] == "bench-teacher" and r["status"] == "stopped")
+
+
+def summary(r: dict) -> str:
+    """The line of figures that compares the two classes."""
+    w = r["prewarm"]
+    return (
+        f"  press to ready, same run, first pull of an image on a node {r['pull_s']:g} s:"
+        f" without prewarm p50 {r['p50_press_to_ready_s']} s, p95 {r['p95_press_to_ready_s']} s"
+        f" ({r['ready']} ready); with prewarm p50 {w['p50_press_to_ready_s']} s,"
+        f" p95 {w['p95_press_to_ready_s']} s ({w['ready']} ready, {w['queued']} queued;"
+        f" {w['handed_over']} of {w['placeholders']} placeholders handed over)"
+    )

@@ -390,12 +390,5 @@ class Command(BaseCommand):
             + ("met" if ok else "MISSED"),
         ]
         if "prewarm" in r:
-            w = r["prewarm"]
-            lines.append(
-                f"  press to ready, same run, first pull of an image on a node {r['pull_s']:g} s:"
-                f" without prewarm p50 {r['p50_press_to_ready_s']} s, p95 {r['p95_press_to_ready_s']} s"
-                f" ({r['ready']} ready); with prewarm p50 {w['p50_press_to_ready_s']} s,"
-                f" p95 {w['p95_press_to_ready_s']} s ({w['ready']} ready, {w['queued']} queued;"
-                f" {w['handed_over']} of {w['placeholders']} placeholders handed over)"
-            )
+            lines.append(prewarm.summary(r))
         self.stdout.write("\n".join(lines))
