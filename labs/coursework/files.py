@@ -88,15 +88,18 @@ def walk_files(dir_fd: int, prefix: str = "", skipped: list[str] | None = None) 
             skipped.append(rel)
 
 
-def _read_at(dir_fd: int, name: str) -> bytes:
-    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+def _read_at(dir_fd: int, name: str, max_bytes: int = -1) -> bytes:
+    # O_NONBLOCK: a file swapped for a FIFO after the walk looked at it must not hang the portal.
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{name} is not a plain file")
+        return handle.read(max_bytes)
 
 
 def _sha256_at(dir_fd: int, name: str) -> str | None:
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return None
     digest = hashlib.sha256()

@@ -44,7 +44,11 @@ def snapshot(
                     if size > file_max_bytes or total + size > max_bytes or count >= max_files:
                         skipped.append(rel)
                         continue
-                    data = _read_at(parent, rel.rsplit("/", 1)[-1])[: file_max_bytes + 1]
+                    try:
+                        data = _read_at(parent, rel.rsplit("/", 1)[-1], file_max_bytes + 1)
+                    except OSError:  # swapped for something else since the walk saw it
+                        skipped.append(rel)
+                        continue
                     if len(data) > file_max_bytes:
                         skipped.append(rel)
                         continue
