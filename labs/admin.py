@@ -117,7 +117,8 @@ class ReservationAdmin(admin.ModelAdmin):
     search_fields = ["title", "owner__username"]
     date_hierarchy = "starts_at"
     list_select_related = ["owner", "course"]
-    readonly_fields = [f.name for f in Reservation._meta.fields]
+    # Warming the lab before class (labs/notebooks/prewarm.py) is set here: the course's profile and its placeholders.
+    readonly_fields = [f.name for f in Reservation._meta.fields if f.name not in ("notebook_profile", "placeholders")]
     inlines = [ReservationNodeInline]
     actions = ["approve", "reject", "cancel"]
 

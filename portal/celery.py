@@ -22,6 +22,7 @@ app.autodiscover_tasks(["labs.notebooks"])
 app.autodiscover_tasks(["labs.budgets"])
 app.autodiscover_tasks(["labs.usage"])
 app.autodiscover_tasks(["labs.maintenance"])
+app.autodiscover_tasks(["labs.coursework"])
 
 
 @signals.import_modules.connect

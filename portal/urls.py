@@ -10,6 +10,7 @@ from jobs import urls as jobs_urls
 from labs import api as labs_api
 from labs import views as labs_views
 from labs.budgets import urls as budgets_urls
+from labs.coursework import urls as coursework_urls
 from labs.maintenance import urls as maintenance_urls
 from labs.notebooks import urls as notebooks_urls
 from labs.reservations import urls as reservations_urls
@@ -51,6 +52,7 @@ api_v1 = [
     path("", include(budgets_urls.api_urlpatterns)),
     path("", include(maintenance_urls.api_urlpatterns)),
     path("", include(usage_urls.api_urlpatterns)),
+    path("", include(coursework_urls.api_urlpatterns)),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", _docs_csp(SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
     path("redoc/", _docs_csp(SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
@@ -91,6 +93,7 @@ urlpatterns = [
     path("", include(jobs_urls.urlpatterns)),
     path("", include(notebooks_urls.urlpatterns)),
     path("", include(usage_urls.urlpatterns)),
+    path("", include(coursework_urls.urlpatterns)),
     path("", include(console_urls.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"))),

@@ -73,6 +73,7 @@ CAPABILITIES = (
     "labs.usage",
     "labs.maintenance",
     "accounts.notify",
+    "labs.coursework",
     "accounts",
     "labs",
     "jobs",
@@ -86,6 +87,7 @@ MODEL_HOMES = {
     "labs.models.usage": "labs.usage",
     "labs.models.maintenance": "labs.maintenance",
     "accounts.models.notify": "accounts.notify",
+    "labs.models.coursework": "labs.coursework",
 }
 ENTRY_POINTS = {
     "accounts": (
@@ -163,6 +165,12 @@ ENTRY_POINTS = {
         "labs.usage.waits",  # where capabilities that queue work register their queue waits (jobs/apps.py)
         "labs.usage.storage",  # where capabilities that store files register what they hold (jobs/apps.py)
         "labs.models.usage",
+    ),
+    "labs.coursework": (
+        "labs.coursework",
+        "labs.coursework.selectors",
+        "labs.coursework.services",  # the notebook pass hands course work out before a server starts
+        "labs.models.coursework",
     ),
     "jobs": ("jobs", "jobs.models", "jobs.selectors", "jobs.services"),
 }

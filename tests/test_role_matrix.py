@@ -94,6 +94,14 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
     "courses/<str:code>/roster/import/": {"post": (302, 403, 404, 404, 403)},
     "courses/<str:code>/roster.csv": {"get": (302, 403, 404, 404, 403)},
     "courses/<str:code>/roster/<str:username>/invite/": {"post": (302, 403, 404, 404, 403)},
+    # --- course work: a course's people read it; its teachers (and admins) publish; its staff read submissions ----
+    "courses/<str:code>/coursework/": {"get": (302, 404, 404, 404, 404), "post": (302, 403, 404, 404, 403)},
+    "assignments/<int:assignment_id>/submissions/": {"get": (302, 403, 404, 404, 404)},
+    "assignments/<int:assignment_id>/submissions.csv": {"get": (302, 403, 404, 404, 404)},
+    "assignments/<int:assignment_id>/submissions.zip": {"get": (302, 403, 404, 404, 404)},
+    "assignments/<int:assignment_id>/submissions/<str:username>/": {"get": (302, 404, 404, 404, 404)},
+    "assignments/<int:assignment_id>/hand-in/": {"post": (302, 404, 404, 404, 404)},
+    "assignments/<int:assignment_id>/extensions/": {"post": (302, 403, 404, 404, 403)},
     # An invitation's one-time link: open to anyone holding it; an unknown (or used, or expired) one is 404.
     "invite/<str:token>/": {"get": (404, 404, 404, 404, 404), "post": (404, 404, 404, 404, 404), "other": PUBLIC},
     # A request to join a course: its person only, signed in; anyone else's (or none) is 404.
@@ -171,6 +179,14 @@ MATRIX: dict[str, dict[str, tuple[int, int, int, int, int]]] = {
         "other": (401, 405, 405, 405, 405),
     },
     "api/v1/courses/<str:code>/roster/preview/": {"post": (401, 403, 404, 404, 403)},
+    "api/v1/courses/<str:code>/materials/": {"get": (401, 404, 404, 404, 404), "post": (401, 403, 404, 404, 403)},
+    "api/v1/courses/<str:code>/assignments/": {"get": (401, 404, 404, 404, 404), "post": (401, 403, 404, 404, 403)},
+    # GET: the course's staff (403 to students); POST: a student hands in (404: no such assignment of theirs)
+    "api/v1/assignments/<int:assignment_id>/submissions/": {
+        "get": (401, 403, 404, 404, 404),
+        "post": (401, 404, 404, 404, 404),
+    },
+    "api/v1/assignments/<int:assignment_id>/submissions/<str:username>/archive": {"get": (401, 404, 404, 404, 404)},
     "api/v1/reservations/": {
         "get": (401, 403, 200, 200, 403),
         "post": (401, 403, 400, 400, 403),

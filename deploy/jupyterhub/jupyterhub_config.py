@@ -33,6 +33,7 @@ Environment (a required one missing stops the hub with a sentence saying which):
                                 "echo": in-process HTTP responders (benchmarks, tests);
                                 "kubernetes": KubeSpawner on the lab's cluster
     HUB_ECHO_START_DELAY_S      echo only: seconds each start takes; default 0
+    HUB_ECHO_COLD_START_S       echo only: seconds more for the first start of an image on a node (a pull); default 0
     HUB_LOCAL_UID_BASE          local only, a hub running as root: each person's servers run as this + their portal
                                 user id (the portal's JOBS_LOCAL_UID_BASE, so their jobs and notebooks share one
                                 uid); default 1000000000; 0: everyone as HUB_LOCAL_UID
@@ -274,3 +275,4 @@ elif spawner_kind == "local":
 else:
     c.JupyterHub.spawner_class = "portal_hub.spawners.EchoSpawner"
     c.EchoSpawner.start_delay = _seconds("HUB_ECHO_START_DELAY_S", 0.0)
+    c.EchoSpawner.cold_start_delay = _seconds("HUB_ECHO_COLD_START_S", 0.0)

@@ -6,6 +6,7 @@
 - notebooks.py     NotebookProfile, NotebookSession, their statuses and the NOTEBOOK_* groups of them
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
 - budgets.py       Budget, BudgetAlert, UsageReportSent: GPU-hour budgets, the alerts told, the weekly reports sent
+- coursework.py   Handout (material, assignments), Extension, Submission: course work handed out and collected
 - usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs
 - maintenance.py   Maintenance (windows with nodes out of service), Announcement (banners), Severity
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
@@ -15,6 +16,7 @@
 
 from labs.images import ImageRule
 from labs.models.budgets import Budget, BudgetAction, BudgetAlert, BudgetPeriod, UsageReportSent
+from labs.models.coursework import Extension, Handout, HandoutKind, HandoutSource, Submission, SubmissionTrigger
 from labs.models.ledger import Allocation, AllocationKind
 from labs.models.maintenance import Announcement, Maintenance, Severity
 from labs.models.nodes import Gpu, Node, NodeStatus, node_name_validator
@@ -37,6 +39,12 @@ from labs.models.telemetry import GpuAlert, GpuAlertKind, GpuMinute, NodeAgentTo
 from labs.models.usage import HolderEfficiency
 
 __all__ = [
+    "Extension",
+    "Handout",
+    "HandoutKind",
+    "HandoutSource",
+    "Submission",
+    "SubmissionTrigger",
     "HOLDING_STATUSES",
     "NOTEBOOK_ACTIVE",
     "NOTEBOOK_DONE",

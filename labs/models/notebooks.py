@@ -140,6 +140,11 @@ class NotebookSession(models.Model):
     end_warned_at = models.DateTimeField(null=True, blank=True)
     quota_over_at = models.DateTimeField(null=True, blank=True)
     extensions = models.PositiveSmallIntegerField(default=0)
+    # A placeholder server held for a course reservation's students (its owner's hub account holds it): handed over,
+    # GPU and node, to the first of the course's students who presses Start (labs/notebooks/prewarm.py).
+    placeholder_for = models.ForeignKey(
+        "labs.Reservation", on_delete=models.CASCADE, null=True, blank=True, related_name="placeholder_sessions"
+    )
 
     class Meta:
         ordering = ["-requested_at", "-id"]

@@ -53,6 +53,13 @@ class Reservation(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     warned_at = models.DateTimeField(null=True, blank=True, help_text="When people on the nodes were told.")
+    # Warm the lab before class (labs/notebooks/prewarm.py): the course's notebook profile, whose image is pre-pulled
+    # on the reserved nodes NOTEBOOKS_PREWARM_MIN ahead, and how many placeholder servers are started for its students.
+    notebook_profile = models.ForeignKey(
+        "labs.NotebookProfile", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    placeholders = models.PositiveSmallIntegerField(default=0)
+    prepulled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,6 +8,7 @@ re-reads the queued row under a lock); labs.notebooks.tasks keeps to one pass at
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import logging
@@ -19,9 +20,11 @@ from django.utils import timezone
 
 from accounts.selectors import course_ids_active_for
 from accounts.services import notice_send
+from labs.coursework.services import handouts_deliver_to
 from labs.ledger import Ref, allocations_discard
 from labs.models import AllocationKind, Gpu, NotebookSession, NotebookStatus
 from labs.notebooks.hub_client import HubClient, HubError, ServerState, hub, sign
+from labs.notebooks.prewarm import placeholder_take
 from labs.notebooks.services import session_finish
 from labs.notebooks.upkeep import notebooks_upkeep
 from labs.notebooks.volumes import notebook_volumes
@@ -169,12 +172,16 @@ def _place(session: NotebookSession, now: dt.datetime) -> tuple[NotebookSession,
         )
         if row is None:
             return None
+        held_for = row.placeholder_for  # a placeholder goes on its reservation's nodes, once the window is open
+        if held_for is not None:
+            length = min(length, held_for.ends_at - now)
         claim = Claim(
             user=row.user,
             kind=AllocationKind.NOTEBOOK,
             starts_at=now,
             ends_at=now + length,
             share=profile.gpu_share,
+            reservation=held_for,
             course=row.course,
         )
         placement, allocations = allocate(
@@ -224,6 +231,14 @@ def _requeue(session: NotebookSession, reason: str) -> None:
         )
 
 
+def _hand_out(session: NotebookSession) -> None:
+    """The person's released course material and assignments into their home before their server starts."""
+    try:
+        handouts_deliver_to(user=session.user)
+    except Exception:  # never keeps a notebook from starting
+        log.exception("handing course work out to %s failed", session.user_id)
+
+
 def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> None:
     slots = settings.NOTEBOOKS_MAX_STARTING - NotebookSession.objects.filter(status=NotebookStatus.STARTING).count()
     queued = NotebookSession.objects.filter(status=NotebookStatus.QUEUED).select_related("profile", "user")
@@ -241,8 +256,16 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
             if session.reason != HUB_BUSY:
                 NotebookSession.objects.filter(pk=session.pk).update(reason=HUB_BUSY)
             continue
+        taken = placeholder_take(session, now)
+        if taken is not None:
+            row, gpu, held = taken
+            with contextlib.suppress(HubError):  # a placeholder left running is the reconciler's to stop
+                client.stop(held.hub_user, held.server_name)
+            placed = row, _options(row, gpu, int((row.ends_at - now).total_seconds()))
+        else:
+            placed = None
         try:
-            placed = _place(session, now)
+            placed = placed or _place(session, now)
         except NoCapacity as exc:
             blocked_at[key] = share
             why = f"Waiting for a GPU: {exc.message}"[:300]
@@ -251,6 +274,7 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
         if placed is None:
             continue
         row, options = placed
+        _hand_out(row)
         try:
             client.ensure_user(row.hub_user)
             client.start(row.hub_user, row.server_name, options)

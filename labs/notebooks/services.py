@@ -90,7 +90,9 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
     with transaction.atomic():
         # One request at a time per person: twenty parallel presses leave exactly as many sessions as allowed.
         User.objects.select_for_update().filter(pk=user.pk).first()
-        running = NotebookSession.objects.filter(user=user, status__in=NOTEBOOK_ACTIVE).count()
+        running = NotebookSession.objects.filter(
+            user=user, status__in=NOTEBOOK_ACTIVE, placeholder_for__isnull=True
+        ).count()
         if running >= quota.max_notebooks:
             raise QuotaExceeded(
                 ngettext(

@@ -69,5 +69,12 @@ def notebooks_pass(upkeep: bool = False) -> str:
 
 @shared_task(name="labs.tasks.notebooks_tick")
 def notebooks_tick() -> str:
-    """The periodic pass (beat): also looks after running notebooks (idle, session length, weekly quota)."""
+    """The periodic pass (beat): also looks after running notebooks (idle, session length, weekly quota), and warms
+    the lab before class (pre-pulls, placeholders: labs/notebooks/prewarm.py)."""
+    from labs.notebooks.prewarm import prewarm_pass
+
+    try:
+        prewarm_pass()
+    except Exception:  # never keeps the pass from running
+        log.exception("prewarm pass failed")
     return notebooks_pass(True)

@@ -3,7 +3,9 @@ where notebooks run, and the portal as the OAuth 2 / OpenID Connect provider the
 
 from __future__ import annotations
 
-from accounts.env import envchoice, envint, envstr
+from pathlib import Path
+
+from accounts.env import envchoice, envint, envlist, envstr
 from portal.settings.base import DEBUG, VAR_DIR
 from portal.settings.oidc_key import oidc_rsa_private_key
 
@@ -42,6 +44,28 @@ NOTEBOOKS_MAX_SESSION_H = envint("NOTEBOOKS_MAX_SESSION_H", 12, minimum=1, maxim
 
 # The hub's spawner, which compose passes to the hub and the portal alike: local outside DEBUG only in a lab that is
 # one machine (see "Where user code runs" in lab.py).
+# --- Course work (labs/coursework): material and assignments handed out into notebook homes, snapshots collected
+# Where the notebook homes are as the portal's workers see them, one folder per hub user (u<id>): the local
+# spawner's (the hub's data dir/homes), or the cluster's home volumes mounted into the workers; empty: material
+# is not copied (students pull it with the nbgitpuller link shown on the course page).
+NOTEBOOKS_HOMES_DIR = envstr("NOTEBOOKS_HOMES_DIR", str(VAR_DIR / "hub" / "homes"))
+# The portal's store of handouts and submissions (snapshots are written once and never changed).
+COURSEWORK_DIR = Path(envstr("COURSEWORK_DIR", str(VAR_DIR / "coursework")))
+# Caps on an uploaded course folder (the zip itself and what it unpacks to) and on one snapshot.
+COURSEWORK_UPLOAD_MAX_MB = envint("COURSEWORK_UPLOAD_MAX_MB", 100, minimum=1)
+COURSEWORK_MAX_FILES = envint("COURSEWORK_MAX_FILES", 2000, minimum=1)
+COURSEWORK_SNAPSHOT_MAX_MB = envint("COURSEWORK_SNAPSHOT_MAX_MB", 200, minimum=1)
+COURSEWORK_FILE_MAX_MB = envint("COURSEWORK_FILE_MAX_MB", 50, minimum=1)
+# Folders under which a git repository may be named by path or file:// (empty: only https:// and git://).
+COURSEWORK_GIT_LOCAL_ROOTS = envlist("COURSEWORK_GIT_LOCAL_ROOTS", [])
+COURSEWORK_GIT_TIMEOUT_S = envint("COURSEWORK_GIT_TIMEOUT_S", 120, minimum=5)
+COURSEWORK_TICK_S = envint("COURSEWORK_TICK_S", 30, minimum=5)
+# Warm the lab before class: how long before a course reservation with a notebook profile its image is pre-pulled
+# and its placeholder servers (NotebookProfile.placeholders) are started.
+NOTEBOOKS_PREWARM_MIN = envint("NOTEBOOKS_PREWARM_MIN", 30, minimum=1)
+# Where the pre-puller's Jobs go on the cluster (the hub's HUB_NAMESPACE, where notebook pods run).
+NOTEBOOKS_NAMESPACE = envstr("NOTEBOOKS_NAMESPACE", "gpu-lab-notebooks")
+
 HUB_SPAWNER = envchoice("HUB_SPAWNER", "local" if DEBUG else "kubernetes", ("local", "echo", "kubernetes"))
 
 # The hub's OAuth client at the portal (the provider): `manage.py hub_oauth_client` writes it from these. The secret

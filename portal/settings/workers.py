@@ -9,7 +9,7 @@ from accounts.env import envbool, envint
 from portal.settings.data import REDIS_URL
 from portal.settings.jobs import JOBS_FOLLOW_INTERVAL_S, JOBS_SCHEDULE_INTERVAL_S, JOBS_STORAGE_MEASURE_S
 from portal.settings.lab import INVENTORY_BACKEND, INVENTORY_SYNC_INTERVAL_S, RECONCILE_INTERVAL_S, RESERVATION_TICK_S
-from portal.settings.notebooks import NOTEBOOKS_TICK_S
+from portal.settings.notebooks import COURSEWORK_TICK_S, NOTEBOOKS_TICK_S
 from portal.settings.people import REQUESTS_SWEEP_S
 from portal.settings.signin import LDAP_SERVER_URI, SIGNIN_SYNC_HOUR
 from portal.settings.usage import BUDGETS_CHECK_INTERVAL_S, USAGE_EFFICIENCY_REFRESH_S, USAGE_REPORT_CHECK_S
@@ -65,6 +65,7 @@ CELERY_BEAT_SCHEDULE = {
         else {}
     ),
     "notebooks-tick": _every("labs.tasks.notebooks_tick", NOTEBOOKS_TICK_S),  # notebooks.py
+    "coursework-tick": _every("labs.tasks.coursework_tick", COURSEWORK_TICK_S),  # notebooks.py
     "usage-efficiency-refresh": _every("labs.tasks.usage_efficiency_refresh", USAGE_EFFICIENCY_REFRESH_S),  # usage.py
     "budgets-check": _every("labs.tasks.budgets_check", BUDGETS_CHECK_INTERVAL_S),  # usage.py
     "usage-weekly-report": _every("labs.tasks.usage_weekly_report", USAGE_REPORT_CHECK_S),  # usage.py

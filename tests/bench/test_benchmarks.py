@@ -103,6 +103,20 @@ def test_bench_class_start(tmp_path):
     assert figures["positions_true"] is True and figures["ready_unreachable"] == 0
 
 
+def test_bench_class_start_prewarm(tmp_path):
+    # README's tiny run: 8 students without and 8 with a warmed lab (2 of 4 nodes reserved, 8 placeholders).
+    figures = manage(
+        "bench_class_start", "--students", "8", "--window-s", "2", "--gpus", "4", "--prewarm", "--json",
+        var_dir=tmp_path,
+    )  # fmt: skip
+    warm = figures["prewarm"]
+    assert figures["pull_s"] == 3.0 and figures["ready"] == 8 and warm["ready"] == 8
+    assert warm["placeholders"] == 8 and warm["handed_over"] == 8
+    assert warm["errors_5xx"] == 0 and warm["quota_violations"] == 0
+    for side in (figures, warm):
+        assert 0 < side["p50_press_to_ready_s"] <= side["p95_press_to_ready_s"]
+
+
 def test_bench_fanout(tmp_path):
     figures = manage(
         "bench_fanout", "--clients", "20", "--duration-s", "3", "--warmup-s", "1",

@@ -30,7 +30,17 @@ from pathlib import Path
 import requests
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.kit import ROOT, free_port, setup_database, stop_all, throwaway_postgres, throwaway_secrets, wait_up
+from bench import class_prewarm as prewarm
+from bench.kit import (
+    ROOT,
+    free_port,
+    setup_database,
+    shell_json,
+    stop_all,
+    throwaway_postgres,
+    throwaway_secrets,
+    wait_up,
+)
 
 SETUP = """
 import datetime as dt, json, os
@@ -84,6 +94,17 @@ class Command(BaseCommand):
         parser.add_argument("--database-url", default="", help="postgres://... (created and dropped); default SQLite.")
         parser.add_argument("--redis-url", default="", help="Celery broker and cache; default: none (in-process).")
         parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument(
+            "--prewarm",
+            action="store_true",
+            help="Also measure a second class whose reservation pre-pulls and holds placeholders (same run).",
+        )
+        parser.add_argument(
+            "--pull-s",
+            type=float,
+            default=None,
+            help="A node's first pull of an image (echo); default 3 with --prewarm.",
+        )
 
     def handle(self, *args, **options):
         if not 1 <= options["students"] <= 2000 or options["window_s"] <= 0:
@@ -128,6 +149,7 @@ class Command(BaseCommand):
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="false",
             NOTEBOOKS_TICK_S="1",
+            HUB_SPAWNER="echo",  # the portal's side of the hub's spawner (no cluster to pre-pull on)
             TOKEN_THROTTLE_RATE="100/min",
             TELEMETRY_COLLECTOR="off",
             LOG_LEVEL="WARNING",
@@ -145,9 +167,14 @@ class Command(BaseCommand):
         port = free_port()
         env = self._env(options, workdir, database_url, port)
         self._say("==> a throwaway database: the lab, one course of students with tokens, a quarter-GPU profile")
-        tokens = setup_database(
-            env, SETUP, extra_env={"BENCH_STUDENTS": str(options["students"]), "BENCH_GPUS": str(options["gpus"])}
+        counts = {"BENCH_STUDENTS": str(options["students"]), "BENCH_GPUS": str(options["gpus"])}
+        tokens = setup_database(env, SETUP, extra_env=counts)
+        warm = (
+            shell_json(env, prewarm.SETUP, extra_env=counts, timeout=600, what="The warmed class")
+            if options["prewarm"]
+            else None
         )
+        pull_s = options["pull_s"] if options["pull_s"] is not None else (3.0 if options["prewarm"] else 0.0)
 
         self._say("==> JupyterHub (echo spawner) on loopback")
         portal_url = f"http://127.0.0.1:{port}"
@@ -157,6 +184,7 @@ class Command(BaseCommand):
             token=env["NOTEBOOKS_HUB_TOKEN"],
             oauth_client_secret=env["HUB_OAUTH_CLIENT_SECRET"],
             concurrent_spawn_limit=50,
+            env={"HUB_ECHO_COLD_START_S": str(pull_s)},
         )
         hub.start(timeout=300)  # generous: a loaded machine starts slowly; a hub that dies fails at once
         env.update(NOTEBOOKS_HUB_API_URL=hub.api_url, NOTEBOOKS_HUB_PUBLIC_URL=hub.public_url)
@@ -181,18 +209,37 @@ class Command(BaseCommand):
                 worker, cwd=ROOT, env=env, stdout=logs["worker"], stderr=subprocess.STDOUT
             )
             wait_up(f"{portal_url}/healthz", processes["web"])
-            return self._measure(options, tokens, portal_url, hub)
+            reserved = warm["reserved_nodes"] if warm else 0
+            result = self._measure(options, tokens["students"], tokens["admin"], portal_url, "bench-quarter",
+                                   "bench-s", (options["gpus"] - reserved) * 4)  # fmt: skip
+            result["pull_s"] = pull_s
+            if warm:
+                self._say(f"==> the warmed class: {warm['placeholders']} placeholders on {reserved} reserved nodes")
+                held_s = prewarm.wait_for_placeholders(
+                    portal_url, tokens["admin"], warm["placeholders"], options["settle_s"]
+                )
+                figures = self._measure(options, warm["students"], tokens["admin"], portal_url, "bench-warm",
+                                        "bench-w", reserved * 4)  # fmt: skip
+                result["prewarm"] = {
+                    **figures,
+                    "placeholders": warm["placeholders"],
+                    "placeholders_wait_s": held_s,
+                    "handed_over": prewarm.handed_over(portal_url, tokens["admin"]),
+                }
+            return result
         finally:
             stop_all(processes, logs, workdir, self._say)
             hub.close()
 
     # --- the class starts
 
-    def _measure(self, options, tokens: dict, portal_url: str, hub) -> dict:
+    def _measure(
+        self, options, students: list[str], admin_token: str, portal_url: str, profile: str, prefix: str, capacity: int
+    ) -> dict:
         rng = random.Random(options["seed"])  # noqa: S311 - arrival times, not secrets
         window = options["window_s"]
         presses = []  # (at, student index)
-        for n, _token in enumerate(tokens["students"]):
+        for n, _token in enumerate(students):
             at = rng.uniform(0, window)
             presses.append((at, n))
             if rng.random() < options["double_press"]:
@@ -217,8 +264,8 @@ class Command(BaseCommand):
             try:
                 response = session().post(
                     f"{portal_url}/api/v1/notebooks/",
-                    json={"profile": "bench-quarter"},
-                    headers={"Authorization": f"Token {tokens['students'][n]}"},
+                    json={"profile": profile},
+                    headers={"Authorization": f"Token {students[n]}"},
                     timeout=30,
                 )
                 status, body = response.status_code, (response.json() if response.content else {})
@@ -228,7 +275,7 @@ class Command(BaseCommand):
             with lock:
                 answers.append({"student": n, "status": status, "ms": elapsed, "body": body})
 
-        self._say(f"==> {len(presses)} presses of Start by {len(tokens['students'])} students over {window:g} s")
+        self._say(f"==> {len(presses)} presses of Start ({profile}) by {len(students)} students over {window:g} s")
         with concurrent.futures.ThreadPoolExecutor(max_workers=96) as pool:
             list(pool.map(lambda p: press(*p), presses))
         latencies = [a["ms"] for a in answers]
@@ -239,16 +286,17 @@ class Command(BaseCommand):
         refused_quota = sum(1 for a in answers if a["status"] == 403 and a["body"].get("code") == "quota_exceeded")
 
         self._say("==> waiting for the lab to settle (nothing starting or stopping, and a queue only if it is full)")
-        admin = {"Authorization": f"Token {tokens['admin']}"}
+        admin = {"Authorization": f"Token {admin_token}"}
         deadline = time.monotonic() + options["settle_s"]
         rows: list[dict] = []
         while time.monotonic() < deadline:
             rows = session().get(f"{portal_url}/api/v1/notebooks/?limit=500", headers=admin, timeout=30).json()
+            rows = [row for row in rows if row["owner"].startswith(prefix)]  # this class's students only
             moving = any(row["status"] in ("starting", "stopping") for row in rows)
             ready_now = sum(1 for row in rows if row["status"] == "ready")
             waiting = any(row["status"] == "queued" for row in rows)
             # Settled: nothing on its way, and whoever waits does so because the lab is full.
-            if not moving and (not waiting or ready_now >= options["gpus"] * 4):
+            if not moving and (not waiting or ready_now >= capacity):
                 break
             time.sleep(1.0)
         settled_s = round(time.monotonic() - start - window, 1)
@@ -270,7 +318,7 @@ class Command(BaseCommand):
         )
         seen_wrong = 0
         for row in queued:
-            token = tokens["students"][accepted[row["id"]]]
+            token = students[accepted[row["id"]]]
             own = session().get(
                 f"{portal_url}/api/v1/notebooks/{row['id']}/", headers={"Authorization": f"Token {token}"}, timeout=30
             )
@@ -291,7 +339,7 @@ class Command(BaseCommand):
             to_ready.append((parse_datetime(row["ready_at"]) - parse_datetime(row["requested_at"])).total_seconds())
 
         return {
-            "students": len(tokens["students"]),
+            "students": len(students),
             "presses": len(presses),
             "window_s": window,
             "p50_answer_ms": _pct(latencies, 50),
@@ -312,7 +360,7 @@ class Command(BaseCommand):
             "p50_press_to_ready_s": _pct(to_ready, 50),
             "p95_press_to_ready_s": _pct(to_ready, 95),
             "settled_after_window_s": settled_s,
-            "capacity_notebooks": options["gpus"] * 4,
+            "capacity_notebooks": capacity,
             "worker": "celery" if options["redis_url"] else "in-process",
             "database": "postgresql" if options["database_url"] else "sqlite",
         }
@@ -341,4 +389,6 @@ class Command(BaseCommand):
             "  goal (p95 < 300 ms, no 5xx/429, no one over quota, all ready or truly queued): "
             + ("met" if ok else "MISSED"),
         ]
+        if "prewarm" in r:
+            lines.append(prewarm.summary(r))
         self.stdout.write("\n".join(lines))

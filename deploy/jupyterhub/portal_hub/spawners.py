@@ -158,6 +158,14 @@ class EchoSpawner(SessionClock, Spawner):
 
     ip = Unicode("127.0.0.1", config=True, help="The loopback address the responders listen on.")
     start_delay = Float(0, config=True, help="Seconds start() waits first, to look like a slow spawner.")
+    cold_start_delay = Float(
+        0,
+        config=True,
+        help="Seconds more for the first start of an image on a node (its pull, as a kubelet would), once per hub.",
+    )
+    # (node, image) pairs pulled, and pulls under way, shared by every echo server of this hub.
+    _pulled: set[tuple[str, str]] = set()
+    _pulling: dict[tuple[str, str], asyncio.Future] = {}
 
     _http: HTTPServer | None = None
 
@@ -173,9 +181,25 @@ class EchoSpawner(SessionClock, Spawner):
             "node": opts.node if opts is not None else None,
         }
 
+    async def _pull(self) -> None:
+        """The first start of an image on a node waits cold_start_delay; starts beside it wait for the same pull."""
+        opts = self.session_options
+        if self.cold_start_delay <= 0 or opts is None:
+            return
+        key = (str(opts.node), str(opts.image))
+        if key in EchoSpawner._pulled:
+            return
+        pulling = EchoSpawner._pulling.get(key)
+        if pulling is None:
+            pulling = EchoSpawner._pulling[key] = asyncio.ensure_future(asyncio.sleep(self.cold_start_delay))
+        await asyncio.shield(pulling)
+        EchoSpawner._pulled.add(key)
+        EchoSpawner._pulling.pop(key, None)
+
     async def start(self) -> str:
         if self.start_delay > 0:
             await asyncio.sleep(self.start_delay)
+        await self._pull()
         sockets = bind_sockets(0, self.ip)
         app = web.Application([(r".*", _EchoHandler, {"spawner": self})], log_function=lambda handler: None)
         http = HTTPServer(app, xheaders=True)
