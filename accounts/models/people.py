@@ -11,7 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.usernames import NamedUserManager, username_taken_sentence
 
@@ -145,7 +145,7 @@ class Course(models.Model):
 
     def clean(self) -> None:
         if self.term_start and self.term_end and self.term_end < self.term_start:
-            raise ValidationError({"term_end": "The term cannot end before it starts."})
+            raise ValidationError({"term_end": gettext("The term cannot end before it starts.")})
 
     def is_active_on(self, day: dt.date) -> bool:
         return self.term_start <= day <= self.term_end
@@ -185,7 +185,12 @@ class Enrollment(models.Model):
 
     def clean(self) -> None:
         if self.role == CourseRole.ASSISTANT and self.user_id and self.user.role != Role.STUDENT:
-            raise ValidationError({"role": f"{self.user.username} is not a student; teaching assistants are students."})
+            raise ValidationError(
+                {
+                    "role": gettext("%(name)s is not a student; teaching assistants are students.")
+                    % {"name": self.user.username}
+                }
+            )
 
 
 class TeachingSource(models.Model):

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 
 from accounts.models.people import Course, Role, User
 
@@ -111,4 +112,4 @@ class Quota(models.Model):
     def clean(self) -> None:
         scopes = [bool(self.role), self.course_id is not None, self.user_id is not None]
         if sum(scopes) != 1:
-            raise ValidationError("A quota applies to exactly one of: a role, a course, or a user.")
+            raise ValidationError(gettext("A quota applies to exactly one of: a role, a course, or a user."))
