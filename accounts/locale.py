@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.utils import translation
+from django.utils.functional import Promise
 
 
 def language_of(user) -> str:
@@ -30,3 +31,11 @@ def bcp47(code: str) -> str:
     """Django's language code as a BCP 47 tag, as OpenID Connect's `locale` claim and browsers write it: "pt-BR"."""
     language, _, region = code.partition("-")
     return f"{language}-{region.upper()}" if region else language
+
+
+def said_to(user, text, **values) -> str:
+    """`text` (a lazy translation, with %(name)s values) in the person's language: what is stored for them to read
+    (a notebook's reason, a notice) is written in their language, wherever the code that writes it runs."""
+    with speaking(user):
+        values = {key: str(value) if isinstance(value, Promise) else value for key, value in values.items()}
+        return str(text % values) if values else str(text)

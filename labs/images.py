@@ -13,6 +13,7 @@ import re
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext as _
 
 # An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
 IMAGE_REFERENCE = re.compile(
@@ -60,7 +61,7 @@ class ImageRule(models.Model):
 
     def clean(self) -> None:
         if any(ch.isspace() for ch in self.pattern) or not self.pattern.strip("*"):
-            raise ValidationError({"pattern": "A pattern has no spaces and is more than a lone *."})
+            raise ValidationError({"pattern": _("A pattern has no spaces and is more than a lone *.")})
 
     def matches(self, image: str) -> bool:
         return self.enabled and image_allowed_by(self.pattern, image)
@@ -101,9 +102,9 @@ def image_allowed(image: str) -> bool:
 def image_problem(image: str) -> str | None:
     """Why `image` may not run in the lab, as a sentence for the person who chose it; None when it may."""
     if not image:
-        return "Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime."
+        return _("Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime.")
     if len(image) > IMAGE_MAX_LENGTH or not IMAGE_REFERENCE.match(image):
-        return "Not an image reference (registry/name:tag, without spaces)."
+        return _("Not an image reference (registry/name:tag, without spaces).")
     if not image_allowed(image):
-        return f"{image} is not on the lab's image allow-list; ask an admin to add it."
+        return _("%(image)s is not on the lab's image allow-list; ask an admin to add it.") % {"image": image}
     return None
