@@ -56,6 +56,7 @@ def profile_problems(profile) -> dict[str, str]:
         most = int(share * RTX_4090_MEMORY_MB)
         if cap > most:
             problems["gpu_mem_mb"] = _(
-                "At most %(most)s MB, the profile's share (%(share)s) of the GPU's %(total)s MB; this asks for %(value)s."
+                "At most %(most)s MB, the profile's share (%(share)s) of the GPU's %(total)s MB;"
+                " this asks for %(value)s."
             ) % {"most": most, "share": _number(share), "total": RTX_4090_MEMORY_MB, "value": _number(cap)}
     return problems
