@@ -56,12 +56,16 @@ class Dataset(models.Model):
     """A read-only dataset jobs may mount: a PersistentVolumeClaim on the cluster, a directory locally."""
 
     name = models.CharField(max_length=63, unique=True, validators=[dataset_name_validator])
-    claim = models.CharField(max_length=253, blank=True, help_text="The PersistentVolumeClaim (Kubernetes).")
-    local_path = models.CharField(max_length=500, blank=True, help_text="The directory (local backend).")
+    claim = models.CharField(
+        max_length=253, blank=True, help_text=gettext_lazy("The PersistentVolumeClaim (Kubernetes).")
+    )
+    local_path = models.CharField(max_length=500, blank=True, help_text=gettext_lazy("The directory (local backend)."))
     description = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True)
 
     class Meta:
+        verbose_name = gettext_lazy("dataset")
+        verbose_name_plural = gettext_lazy("datasets")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -115,14 +119,20 @@ class Job(models.Model):
 
     submitted_at = models.DateTimeField(default=timezone.now)
     queued_since = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt got its GPUs.")
-    running_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt began running.")
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("When the current attempt got its GPUs.")
+    )
+    running_at = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("When the current attempt began running.")
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     message = models.CharField(max_length=500, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("job")
+        verbose_name_plural = gettext_lazy("jobs")
         ordering = ["-submitted_at", "-id"]
         indexes = [
             models.Index(fields=["state", "queued_since"], name="job_state_queued"),

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 # An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
 IMAGE_REFERENCE = re.compile(
@@ -39,18 +40,26 @@ class ImageRule(models.Model):
     pattern = models.CharField(
         max_length=255,
         unique=True,
-        help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
+        help_text=gettext_lazy(
+            "An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*)."
+        ),
     )
     description = models.CharField(
-        max_length=200, blank=True, help_text="What a person finds in it, shown where they choose an image."
+        max_length=200,
+        blank=True,
+        help_text=gettext_lazy("What a person finds in it, shown where they choose an image."),
     )
     gpu = models.BooleanField(
-        default=False, verbose_name="GPU", help_text="It brings CUDA (or ROCm): work in it can use the GPUs."
+        default=False,
+        verbose_name=gettext_lazy("GPU"),
+        help_text=gettext_lazy("It brings CUDA (or ROCm): work in it can use the GPUs."),
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = gettext_lazy("image rule")
+        verbose_name_plural = gettext_lazy("image rules")
         app_label = "labs"
         # Moved here from the jobs app (labs must not import jobs); the table kept its name, so no data moved.
         db_table = "jobs_imagerule"

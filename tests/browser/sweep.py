@@ -229,3 +229,20 @@ def pages_of(page, portal: Portal, role: str) -> list[str]:
     hrefs = page.locator("header a[href]").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     linked = [href for href in hrefs if href.startswith("/") and not href.startswith("//")]
     return list(dict.fromkeys([*linked, *portal.pages[role]]))
+
+
+SHOWN_TEXT = """() => {
+  // What a reader sees and hears: the rendered text (innerText leaves out what is hidden, scripts and styles) and
+  // the words screen readers say for visible elements. Swagger UI's own widget is third-party (as in the axe run).
+  const widget = document.querySelector("#swagger-ui");
+  const text = document.body.innerText.replace(widget ? widget.innerText : "\\u0000", " ");
+  const said = [...document.querySelectorAll("[aria-label], [title], [placeholder]")]
+    .filter(e => !(widget && widget.contains(e)) && (e.offsetParent !== null || e.tagName === "BODY"))
+    .map(e => [e.getAttribute("aria-label"), e.getAttribute("title"), e.getAttribute("placeholder")].join(" "));
+  return [text, document.title, ...said].join("\\n");
+}"""
+
+
+def shown_text(page) -> str:
+    """The page's visible text and its spoken labels (aria-label, title, placeholder of visible elements)."""
+    return page.evaluate(SHOWN_TEXT)
