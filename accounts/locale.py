@@ -27,6 +27,19 @@ def fmt_number(value, places: int = 1) -> str:
     return formats.number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
 
 
+def fmt_quantity(value, places: int | None = None):
+    """A table cell's value: a number as the active language writes it (grouped, its decimals; a float to at most
+    two), anything else as it is."""
+    from decimal import Decimal
+
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return value
+    if places is None and isinstance(value, float):
+        value = round(value, 2)
+        value = int(value) if value.is_integer() else value
+    return fmt_number(value, places)
+
+
 def bcp47(code: str) -> str:
     """Django's language code as a BCP 47 tag, as OpenID Connect's `locale` claim and browsers write it: "pt-BR"."""
     language, _, region = code.partition("-")
