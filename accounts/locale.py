@@ -11,8 +11,12 @@ from django.utils.functional import Promise
 
 def language_of(user) -> str:
     """The language the portal writes to this person in: their choice, if the portal still speaks it; else the lab's."""
-    code = getattr(user, "language", "") or ""
-    return code if code in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
+    return spoken(getattr(user, "language", "") or "")
+
+
+def spoken(code: str | None) -> str:
+    """A stored language choice, if the portal still speaks it; else the lab's (LANGUAGE_CODE)."""
+    return code if code and code in dict(settings.LANGUAGES) else settings.LANGUAGE_CODE
 
 
 def speaking(user):
