@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 # Kubernetes node names are DNS-1123 subdomains; we keep to the label subset (no dots) for readability.
 node_name_validator = RegexValidator(
@@ -44,7 +44,7 @@ class Node(models.Model):
         if not isinstance(self.labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.labels.items()
         ):
-            raise ValidationError({"labels": "Labels are a mapping of text keys to text values."})
+            raise ValidationError({"labels": gettext("Labels are a mapping of text keys to text values.")})
 
 
 class Gpu(models.Model):

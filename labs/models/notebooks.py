@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 
 class NotebookProfile(models.Model):
@@ -89,7 +89,7 @@ class NotebookProfile(models.Model):
 
         problems = profile_problems(self)
         if not isinstance(self.roles, list) or not all(role in Role.values for role in self.roles):
-            problems["roles"] = f"Roles are a list of {', '.join(Role.values)}."
+            problems["roles"] = gettext("Roles are a list of %(roles)s.") % {"roles": ", ".join(Role.values)}
         if problems:
             raise ValidationError(problems)
 
