@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AlterModelOptions(
             name='nodeagenttoken',
-            options={'ordering': ['node__name', '-created_at'], 'verbose_name': 'node agent key', 'verbose_name_plural': 'node agent keys'},
+            options={'ordering': ['node__name', '-created_at'], 'verbose_name': 'node agent token', 'verbose_name_plural': 'node agent tokens'},
         ),
         migrations.AlterModelOptions(
             name='notebookprofile',

@@ -53,8 +53,8 @@ class NodeAgentToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
-        verbose_name = gettext_lazy("node agent key")
-        verbose_name_plural = gettext_lazy("node agent keys")
+        verbose_name = gettext_lazy("node agent token")
+        verbose_name_plural = gettext_lazy("node agent tokens")
         ordering = ["node__name", "-created_at"]
 
     def __str__(self) -> str:
