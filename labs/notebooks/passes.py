@@ -257,7 +257,8 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
                 NotebookSession.objects.filter(pk=session.pk).update(reason=busy)
             continue
         try:
-            placed = _place(session, now)
+            with speaking(session.user):  # why it cannot be placed, in the owner's language
+                placed = _place(session, now)
         except NoCapacity as exc:
             blocked_at[key] = share
             why = said_to(session.user, gettext_lazy("Waiting for a GPU: %(why)s"), why=exc.message)[:300]
