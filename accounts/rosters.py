@@ -161,8 +161,13 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
     names = [cell.strip().lower() for cell in header]
     unknown = [name for name in names if name not in COLUMNS]
     if "username" not in names or unknown:
-        what = f"unknown column {', '.join(repr(n) for n in unknown)}; " if unknown else "no username column; "
-        return [], [RosterProblem(1, what + f"the first line names the columns, of: {', '.join(COLUMNS)}.")]
+        values = {"unknown": ", ".join(repr(n) for n in unknown), "columns": ", ".join(COLUMNS)}
+        what = (
+            _("unknown column %(unknown)s; the first line names the columns, of: %(columns)s.")
+            if unknown
+            else _("no username column; the first line names the columns, of: %(columns)s.")
+        )
+        return [], [RosterProblem(1, what % values)]
     if len(set(names)) != len(names):
         return [], [RosterProblem(1, _("a column is named twice."))]
     rows: list[RosterRow] = []
@@ -208,27 +213,27 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
 def _row(line: int, values: dict[str, str]) -> tuple[RosterRow | None, str]:
     username = username_normalized(values.get("username", ""))
     if not username:
-        return None, "the username is empty."
+        return None, _("the username is empty.")
     try:
         User.username_validator(username)
     except ValidationError:
-        return None, f"{username!r} is not a username (letters, digits and @ . + - _ only)."
+        return None, _("%(name)r is not a username (letters, digits and @ . + - _ only).") % {"name": username}
     if len(username) > 150:
-        return None, "the username is longer than 150 characters."
+        return None, _("the username is longer than 150 characters.")
     email = values.get("email", "")
     if email:
         try:
             validate_email(email)
         except ValidationError:
-            return None, f"{email!r} is not an e-mail address."
+            return None, _("%(email)r is not an e-mail address.") % {"email": email}
     role = (values.get("role") or CourseRole.STUDENT).lower()
     if role in ("ta", "teaching assistant"):
         role = CourseRole.ASSISTANT
     if role not in CourseRole.values:
-        return None, f"the role {values.get('role')!r} is neither student nor assistant."
+        return None, _("the role %(role)r is neither student nor assistant.") % {"role": values.get("role")}
     first, last = values.get("first_name", ""), values.get("last_name", "")
     if len(first) > 150 or len(last) > 150:
-        return None, "a name is longer than 150 characters."
+        return None, _("a name is longer than 150 characters.")
     return RosterRow(line, username, email, first, last, role), ""
 
 
@@ -278,11 +283,13 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
                 plan.invite.append(row)
             continue
         if user.pk in teachers or user.role != Role.STUDENT:
-            article = "an" if user.role == Role.ADMIN else "a"
-            what = f"teaches {course.code}" if user.pk in teachers else f"is {article} {user.role}"
-            plan.problems.append(
-                RosterProblem(row.line, f"{user.username} {what}; a roster lists students and teaching assistants.")
-            )
+            if user.pk in teachers:
+                sentence = _("%(name)s teaches %(code)s; a roster lists students and teaching assistants.")
+            elif user.role == Role.ADMIN:
+                sentence = _("%(name)s is an admin; a roster lists students and teaching assistants.")
+            else:
+                sentence = _("%(name)s is a teacher; a roster lists students and teaching assistants.")
+            plan.problems.append(RosterProblem(row.line, sentence % {"name": user.username, "code": course.code}))
             continue
         listed.add(user.pk)
         enrollment = current.get(user.pk)
