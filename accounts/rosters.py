@@ -1,12 +1,11 @@
 """Course rosters: a CSV of who is in a course, read into a plan (who is added, removed, invited, changed), shown
 before anything is written, then committed in one transaction; and the roster exported in the same format.
 
-The file: a header line naming the columns, then one person per line. `username` is required; `email`,
-`first_name`, `last_name` and `role` (student or assistant; blank means student) are optional. People are matched by
-username only (never by e-mail). Someone the portal does not know yet gets a student account without a password and
-an invitation e-mail with a one-time sign-in link (accounts/invitations.py), and is enrolled at once: the
-account is the roster's own. People enrolled now and missing from the file are taken out of the course. Teachers are
-not part of a roster (they are the course's teachers).
+The file: a header line naming the columns, then one person per line. `username` is required; `email`, `first_name`,
+`last_name` and `role` (student or assistant; blank means student) are optional. People are matched by username only
+(never by e-mail). Someone the portal does not know yet gets a student account without a password and an invitation
+e-mail with a one-time sign-in link (accounts/invitations.py), enrolled at once: the account is the roster's own. People
+enrolled now and missing from the file are taken out of the course. Teachers are not part of a roster.
 
 Someone who already has an account is never put into a course by a teacher's roster: being enrolled shows the
 course's teachers the work one books to the course, so the person decides. The import asks them (an e-mail, a
@@ -162,11 +161,8 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
     unknown = [name for name in names if name not in COLUMNS]
     if "username" not in names or unknown:
         values = {"unknown": ", ".join(repr(n) for n in unknown), "columns": ", ".join(COLUMNS)}
-        what = (
-            _("unknown column %(unknown)s; the first line names the columns, of: %(columns)s.")
-            if unknown
-            else _("no username column; the first line names the columns, of: %(columns)s.")
-        )
+        what = _("unknown column %(unknown)s; the first line names the columns, of: %(columns)s.") if unknown else ""
+        what = what or _("no username column; the first line names the columns, of: %(columns)s.")
         return [], [RosterProblem(1, what % values)]
     if len(set(names)) != len(names):
         return [], [RosterProblem(1, _("a column is named twice."))]
@@ -283,12 +279,13 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
                 plan.invite.append(row)
             continue
         if user.pk in teachers or user.role != Role.STUDENT:
-            if user.pk in teachers:
-                sentence = _("%(name)s teaches %(code)s; a roster lists students and teaching assistants.")
-            elif user.role == Role.ADMIN:
-                sentence = _("%(name)s is an admin; a roster lists students and teaching assistants.")
-            else:
-                sentence = _("%(name)s is a teacher; a roster lists students and teaching assistants.")
+            sentence = (  # teaches the course; else an admin or a teacher
+                _("%(name)s teaches %(code)s; a roster lists students and teaching assistants.")
+                if user.pk in teachers
+                else _("%(name)s is an admin; a roster lists students and teaching assistants.")
+                if user.role == Role.ADMIN
+                else _("%(name)s is a teacher; a roster lists students and teaching assistants.")
+            )
             plan.problems.append(RosterProblem(row.line, sentence % {"name": user.username, "code": course.code}))
             continue
         listed.add(user.pk)
