@@ -6,6 +6,8 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from rest_framework.authtoken.models import TokenProxy
 
 from accounts import audit
@@ -38,7 +40,7 @@ class _QuotaInline(admin.StackedInline):
 
 class QuotaInline(_QuotaInline):
     fk_name = "user"
-    verbose_name = "quota override"
+    verbose_name = gettext_lazy("quota override")
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -80,7 +82,7 @@ class UserAdmin(DjangoUserAdmin):
     inlines = [QuotaInline, EnrollmentInline, ExternalIdentityInline]
     actions = ["make_students", "make_teachers", "deactivate"]
 
-    @admin.display(description="Name")
+    @admin.display(description=gettext_lazy("Name"))
     def full_name(self, obj):
         return obj.get_full_name()
 
@@ -142,17 +144,18 @@ class UserAdmin(DjangoUserAdmin):
                     after=audit.snapshot(user, ROLE_FIELDS),
                     reason="admin console",
                 )
-        self.message_user(request, f"{queryset.count()} people are now {role}s.")
+        label = {"student": _("students"), "teacher": _("teachers")}.get(role, role)
+        self.message_user(request, _("%(count)s people are now %(role)s.") % {"count": queryset.count(), "role": label})
 
-    @admin.action(description="Make the selected people students")
+    @admin.action(description=gettext_lazy("Make the selected people students"))
     def make_students(self, request, queryset):
         self._set_role(request, queryset.exclude(pk=request.user.pk), "student")
 
-    @admin.action(description="Make the selected people teachers")
+    @admin.action(description=gettext_lazy("Make the selected people teachers"))
     def make_teachers(self, request, queryset):
         self._set_role(request, queryset.exclude(pk=request.user.pk), "teacher")
 
-    @admin.action(description="Deactivate the selected people (they can no longer sign in)")
+    @admin.action(description=gettext_lazy("Deactivate the selected people (they can no longer sign in)"))
     def deactivate(self, request, queryset):
         with transaction.atomic():
             people = list(queryset.exclude(pk=request.user.pk).filter(is_active=True).select_for_update())
@@ -166,12 +169,14 @@ class UserAdmin(DjangoUserAdmin):
                     after={"is_active": False},
                     reason="admin console",
                 )
-        self.message_user(request, f"{count} people deactivated.")
+        self.message_user(
+            request, ngettext("%(n)d person deactivated.", "%(n)d people deactivated.", count) % {"n": count}
+        )
 
 
 class CourseQuotaInline(_QuotaInline):
     fk_name = "course"
-    verbose_name = "quota for the course's members"
+    verbose_name = gettext_lazy("quota for the course's members")
 
 
 @admin.register(Course)
@@ -202,13 +207,13 @@ class CourseAdmin(AuditedModelAdmin):
         students = Count("enrollments", filter=Q(enrollments__role=CourseRole.STUDENT), distinct=True)
         return super().get_queryset(request).annotate(student_total=students)
 
-    @admin.display(description="Students", ordering="student_total")
+    @admin.display(description=gettext_lazy("Students"), ordering="student_total")
     def student_count(self, obj):
         return obj.student_total
 
-    @admin.display(description="Roster")
+    @admin.display(description=gettext_lazy("Roster"))
     def roster_link(self, obj):
-        return format_html('<a href="{}">import / export</a>', reverse("roster", args=[obj.code]))
+        return format_html('<a href="{}">{}</a>', reverse("roster", args=[obj.code]), _("import / export"))
 
 
 @admin.register(Enrollment)
@@ -229,21 +234,27 @@ class EnrollmentAdmin(AuditedModelAdmin):
         changed, refused = 0, []
         for enrollment in queryset.select_related("user", "course"):
             try:
-                _, did = enrollment_set(user=enrollment.user, course=enrollment.course, role=role)
+                _old, did = enrollment_set(user=enrollment.user, course=enrollment.course, role=role)
             except ValidationError as exc:
                 refused.append(f"{enrollment.user.username}: {'; '.join(exc.messages)}")
                 continue
             changed += int(did)
-        label = "teaching assistants" if role == CourseRole.ASSISTANT else "students"
-        self.message_user(request, f"{changed} enrollments changed: now {label} of their course.")
+        sentence = (
+            _("%(count)s enrollments changed: now teaching assistants of their course.")
+            if role == CourseRole.ASSISTANT
+            else _("%(count)s enrollments changed: now students of their course.")
+        )
+        self.message_user(request, sentence % {"count": changed})
         if refused:
-            self.message_user(request, "Not changed: " + " · ".join(refused), level=messages.WARNING)
+            self.message_user(
+                request, _("Not changed: %(list)s") % {"list": " · ".join(refused)}, level=messages.WARNING
+            )
 
-    @admin.action(description="Make the selected people teaching assistants of their course")
+    @admin.action(description=gettext_lazy("Make the selected people teaching assistants of their course"))
     def make_assistants(self, request, queryset):
         self._set_role(request, queryset, CourseRole.ASSISTANT)
 
-    @admin.action(description="Make the selected people students of their course (no longer assistants)")
+    @admin.action(description=gettext_lazy("Make the selected people students of their course (no longer assistants)"))
     def make_students(self, request, queryset):
         self._set_role(request, queryset, CourseRole.STUDENT)
 
@@ -255,8 +266,8 @@ class QuotaAdmin(AuditedModelAdmin):
     search_fields = ["user__username", "course__code", "note"]
     autocomplete_fields = ["user", "course"]
     fieldsets = (
-        ("Applies to (exactly one)", {"fields": ("role", "course", "user")}),
-        ("Limits (blank = inherit)", {"fields": Quota.LIMIT_FIELDS}),
+        (gettext_lazy("Applies to (exactly one)"), {"fields": ("role", "course", "user")}),
+        (gettext_lazy("Limits (blank = inherit)"), {"fields": Quota.LIMIT_FIELDS}),
         (None, {"fields": ("note",)}),
     )
 

@@ -1,12 +1,11 @@
 """Course rosters: a CSV of who is in a course, read into a plan (who is added, removed, invited, changed), shown
 before anything is written, then committed in one transaction; and the roster exported in the same format.
 
-The file: a header line naming the columns, then one person per line. `username` is required; `email`,
-`first_name`, `last_name` and `role` (student or assistant; blank means student) are optional. People are matched by
-username only (never by e-mail). Someone the portal does not know yet gets a student account without a password and
-an invitation e-mail with a one-time sign-in link (accounts/invitations.py), and is enrolled at once: the
-account is the roster's own. People enrolled now and missing from the file are taken out of the course. Teachers are
-not part of a roster (they are the course's teachers).
+The file: a header line naming the columns, then one person per line. `username` is required; `email`, `first_name`,
+`last_name` and `role` (student or assistant; blank means student) are optional. People are matched by username only
+(never by e-mail). Someone the portal does not know yet gets a student account without a password and an invitation
+e-mail with a one-time sign-in link (accounts/invitations.py), enrolled at once: the account is the roster's own. People
+enrolled now and missing from the file are taken out of the course. Teachers are not part of a roster.
 
 Someone who already has an account is never put into a course by a teacher's roster: being enrolled shows the
 course's teachers the work one books to the course, so the person decides. The import asks them (an e-mail, a
@@ -161,8 +160,10 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
     names = [cell.strip().lower() for cell in header]
     unknown = [name for name in names if name not in COLUMNS]
     if "username" not in names or unknown:
-        what = f"unknown column {', '.join(repr(n) for n in unknown)}; " if unknown else "no username column; "
-        return [], [RosterProblem(1, what + f"the first line names the columns, of: {', '.join(COLUMNS)}.")]
+        values = {"unknown": ", ".join(repr(n) for n in unknown), "columns": ", ".join(COLUMNS)}
+        what = _("unknown column %(unknown)s; the first line names the columns, of: %(columns)s.") if unknown else ""
+        what = what or _("no username column; the first line names the columns, of: %(columns)s.")
+        return [], [RosterProblem(1, what % values)]
     if len(set(names)) != len(names):
         return [], [RosterProblem(1, _("a column is named twice."))]
     rows: list[RosterRow] = []
@@ -208,27 +209,27 @@ def roster_rows(data: bytes | str) -> tuple[list[RosterRow], list[RosterProblem]
 def _row(line: int, values: dict[str, str]) -> tuple[RosterRow | None, str]:
     username = username_normalized(values.get("username", ""))
     if not username:
-        return None, "the username is empty."
+        return None, _("the username is empty.")
     try:
         User.username_validator(username)
     except ValidationError:
-        return None, f"{username!r} is not a username (letters, digits and @ . + - _ only)."
+        return None, _("%(name)r is not a username (letters, digits and @ . + - _ only).") % {"name": username}
     if len(username) > 150:
-        return None, "the username is longer than 150 characters."
+        return None, _("the username is longer than 150 characters.")
     email = values.get("email", "")
     if email:
         try:
             validate_email(email)
         except ValidationError:
-            return None, f"{email!r} is not an e-mail address."
+            return None, _("%(email)r is not an e-mail address.") % {"email": email}
     role = (values.get("role") or CourseRole.STUDENT).lower()
     if role in ("ta", "teaching assistant"):
         role = CourseRole.ASSISTANT
     if role not in CourseRole.values:
-        return None, f"the role {values.get('role')!r} is neither student nor assistant."
+        return None, _("the role %(role)r is neither student nor assistant.") % {"role": values.get("role")}
     first, last = values.get("first_name", ""), values.get("last_name", "")
     if len(first) > 150 or len(last) > 150:
-        return None, "a name is longer than 150 characters."
+        return None, _("a name is longer than 150 characters.")
     return RosterRow(line, username, email, first, last, role), ""
 
 
@@ -278,11 +279,14 @@ def roster_plan(*, course: Course, data: bytes | str, by: User) -> RosterPlan:
                 plan.invite.append(row)
             continue
         if user.pk in teachers or user.role != Role.STUDENT:
-            article = "an" if user.role == Role.ADMIN else "a"
-            what = f"teaches {course.code}" if user.pk in teachers else f"is {article} {user.role}"
-            plan.problems.append(
-                RosterProblem(row.line, f"{user.username} {what}; a roster lists students and teaching assistants.")
+            sentence = (  # teaches the course; else an admin or a teacher
+                _("%(name)s teaches %(code)s; a roster lists students and teaching assistants.")
+                if user.pk in teachers
+                else _("%(name)s is an admin; a roster lists students and teaching assistants.")
+                if user.role == Role.ADMIN
+                else _("%(name)s is a teacher; a roster lists students and teaching assistants.")
             )
+            plan.problems.append(RosterProblem(row.line, sentence % {"name": user.username, "code": course.code}))
             continue
         listed.add(user.pk)
         enrollment = current.get(user.pk)

@@ -54,12 +54,17 @@ def user_upsert(
     only in case are one name. `role` None keeps an existing account's role (a new one needs it); `rename` gives
     the account a new name (its hub identity, from its id, stays)."""
     if role is not None and role not in Role.values:
-        raise ValidationError({"role": f"Unknown role {role!r}; use one of {', '.join(Role.values)}."})
+        raise ValidationError(
+            {
+                "role": _("Unknown role %(role)r; use one of %(roles)s.")
+                % {"role": role, "roles": ", ".join(Role.values)}
+            }
+        )
     codes = list(dict.fromkeys(course_codes))
     courses = {course.code: course for course in Course.objects.filter(code__in=codes)}
     missing = [code for code in codes if code not in courses]
     if missing:
-        raise ValidationError({"course": f"No course with code {', '.join(missing)}."})
+        raise ValidationError({"course": _("No course with code %(code)s.") % {"code": ", ".join(missing)}})
 
     user = _account_named(username)
     created = user is None
@@ -194,10 +199,19 @@ def enrollment_set(
 
     A teaching assistant is a student-role person: teachers and admins teach through `Course.teachers`."""
     if role not in CourseRole.values:
-        raise ValidationError({"role": f"Unknown course role {role!r}; use one of {', '.join(CourseRole.values)}."})
+        raise ValidationError(
+            {
+                "role": _("Unknown course role %(role)r; use one of %(roles)s.")
+                % {"role": role, "roles": ", ".join(CourseRole.values)}
+            }
+        )
     if role == CourseRole.ASSISTANT and user.role != Role.STUDENT:
-        article = "an" if user.role == Role.ADMIN else "a"
-        raise ValidationError({"role": f"{user.username} is {article} {user.role}; teaching assistants are students."})
+        sentence = (
+            _("%(name)s is an admin; teaching assistants are students.")
+            if user.role == Role.ADMIN
+            else _("%(name)s is a teacher; teaching assistants are students.")
+        )
+        raise ValidationError({"role": sentence % {"name": user.username}})
     enrollment, created = Enrollment.objects.select_for_update().get_or_create(
         user=user, course=course, defaults={"role": role, "source": source}
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -266,11 +267,13 @@ class LogsQuery(serializers.Serializer):
 
     def validate(self, attrs):
         if "tail" in attrs and "offset" in attrs:
-            raise serializers.ValidationError({"offset": ["Give either tail (lines) or offset (bytes), not both."]})
+            raise serializers.ValidationError({"offset": [_("Give either tail (lines) or offset (bytes), not both.")]})
         if attrs.get("follow") and ({"tail", "offset", "limit_bytes"} & attrs.keys()):
-            raise serializers.ValidationError({"follow": ["A followed log starts at since; not with tail or offset."]})
+            raise serializers.ValidationError(
+                {"follow": [_("A followed log starts at since; not with tail or offset.")]}
+            )
         if "since" in attrs and not attrs.get("follow"):
-            raise serializers.ValidationError({"since": ["since goes with follow=1; page with offset otherwise."]})
+            raise serializers.ValidationError({"since": [_("since goes with follow=1; page with offset otherwise.")]})
         return attrs
 
 
@@ -294,7 +297,7 @@ def log_request(user, job_id: int, params) -> tuple[Job, dict, int]:
     attempt = values.get("attempt") or job.attempt
     if attempt > job.attempt or values["rank"] >= job.nodes:
         field = "attempt" if attempt > job.attempt else "rank"
-        raise serializers.ValidationError({field: ["No such attempt or rank."]})
+        raise serializers.ValidationError({field: [_("No such attempt or rank.")]})
     return job, values, attempt
 
 

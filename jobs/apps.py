@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class JobsConfig(AppConfig):
     name = "jobs"
-    verbose_name = "Training jobs"
+    verbose_name = gettext_lazy("Training jobs")
 
     def ready(self) -> None:
         # The deploy checks; the jobs' reconcile steps and ledger judge.

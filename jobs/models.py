@@ -63,8 +63,10 @@ class Dataset(models.Model):
     first, a teacher of the course the second (jobs.datasets). Read-only, except a course share for its teachers."""
 
     name = models.CharField(max_length=63, unique=True, validators=[dataset_name_validator])
-    claim = models.CharField(max_length=253, blank=True, help_text="The PersistentVolumeClaim (Kubernetes).")
-    local_path = models.CharField(max_length=500, blank=True, help_text="The directory (local backend).")
+    claim = models.CharField(
+        max_length=253, blank=True, help_text=gettext_lazy("The PersistentVolumeClaim (Kubernetes).")
+    )
+    local_path = models.CharField(max_length=500, blank=True, help_text=gettext_lazy("The directory (local backend)."))
     description = models.CharField(max_length=200, blank=True)
     enabled = models.BooleanField(default=True)
     course = models.ForeignKey(
@@ -79,6 +81,8 @@ class Dataset(models.Model):
     measured_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("dataset")
+        verbose_name_plural = gettext_lazy("datasets")
         ordering = ["name"]
         constraints = [
             models.CheckConstraint(
@@ -151,14 +155,20 @@ class Job(models.Model):
 
     submitted_at = models.DateTimeField(default=timezone.now)
     queued_since = models.DateTimeField(default=timezone.now)
-    started_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt got its GPUs.")
-    running_at = models.DateTimeField(null=True, blank=True, help_text="When the current attempt began running.")
+    started_at = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("When the current attempt got its GPUs.")
+    )
+    running_at = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("When the current attempt began running.")
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     message = models.CharField(max_length=500, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("job")
+        verbose_name_plural = gettext_lazy("jobs")
         ordering = ["-submitted_at", "-id"]
         indexes = [
             models.Index(fields=["state", "queued_since"], name="job_state_queued"),

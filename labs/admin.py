@@ -1,5 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.errors import BackendError, PortalError
 from labs.budgets.admin_console import BudgetAdmin, BudgetAlertAdmin
@@ -41,7 +43,7 @@ class NodeAdmin(admin.ModelAdmin):
     inlines = [GpuInline]
     actions = ["cordon", "uncordon"]
 
-    @admin.display(description="GPUs")
+    @admin.display(description=gettext_lazy("GPUs"))
     def gpu_count(self, obj):
         return obj.gpus.count()
 
@@ -57,17 +59,17 @@ class NodeAdmin(admin.ModelAdmin):
             except (PortalError, BackendError) as exc:
                 failed.append(f"{node.name}: {exc}")
         if done:
-            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+            self.message_user(request, verb % {"names": ", ".join(done)}, messages.SUCCESS)
         for problem in failed:
             self.message_user(request, problem, messages.ERROR)
 
-    @admin.action(description="Cordon the selected nodes (no new work is placed there)")
+    @admin.action(description=gettext_lazy("Cordon the selected nodes (no new work is placed there)"))
     def cordon(self, request, queryset):
-        self._each(request, queryset, node_cordon, "Cordoned")
+        self._each(request, queryset, node_cordon, _("Cordoned: %(names)s."))
 
-    @admin.action(description="Uncordon the selected nodes")
+    @admin.action(description=gettext_lazy("Uncordon the selected nodes"))
     def uncordon(self, request, queryset):
-        self._each(request, queryset, node_uncordon, "Uncordoned")
+        self._each(request, queryset, node_uncordon, _("Uncordoned: %(names)s."))
 
 
 @admin.register(Gpu)
@@ -122,7 +124,7 @@ class ReservationAdmin(admin.ModelAdmin):
     inlines = [ReservationNodeInline]
     actions = ["approve", "reject", "cancel"]
 
-    @admin.display(description="nodes")
+    @admin.display(description=gettext_lazy("nodes"))
     def node_count(self, obj):
         return obj.node_rows.count()
 
@@ -141,42 +143,46 @@ class ReservationAdmin(admin.ModelAdmin):
             except PortalError as exc:
                 failed.append(f"{reservation.title}: {exc}")
         if done:
-            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+            self.message_user(request, verb % {"names": ", ".join(done)}, messages.SUCCESS)
         for problem in failed:
             self.message_user(request, problem, messages.ERROR)
 
-    @admin.action(description="Approve the selected pending reservations")
+    @admin.action(description=gettext_lazy("Approve the selected pending reservations"))
     def approve(self, request, queryset):
         self._each(
             request,
             queryset.filter(status=ReservationStatus.PENDING),
             lambda r: reservation_decide(by=request.user, reservation=r, approve=True),
-            "Approved",
+            _("Approved: %(names)s."),
         )
 
-    @admin.action(description="Reject the selected pending reservations (their nodes are freed)")
+    @admin.action(description=gettext_lazy("Reject the selected pending reservations (their nodes are freed)"))
     def reject(self, request, queryset):
         self._each(
             request,
             queryset.filter(status=ReservationStatus.PENDING),
-            lambda r: reservation_decide(by=request.user, reservation=r, approve=False, reason="Rejected in console."),
-            "Rejected",
+            lambda r: reservation_decide(
+                by=request.user, reservation=r, approve=False, reason=_("Rejected in console.")
+            ),
+            _("Rejected: %(names)s."),
         )
 
-    @admin.action(description="Cancel the selected reservations (or end them now if running)")
+    @admin.action(description=gettext_lazy("Cancel the selected reservations (or end them now if running)"))
     def cancel(self, request, queryset):
-        self._each(request, queryset, lambda r: reservation_cancel(by=request.user, reservation=r), "Cancelled")
+        self._each(
+            request, queryset, lambda r: reservation_cancel(by=request.user, reservation=r), _("Cancelled: %(names)s.")
+        )
 
 
 # --- Telemetry
 
 
 class AlertStateFilter(admin.SimpleListFilter):
-    title = "state"
+    title = gettext_lazy("state")
     parameter_name = "state"
 
     def lookups(self, request, model_admin):
-        return [("open", "Open"), ("cleared", "Cleared"), ("all", "All")]
+        return [("open", _("Open")), ("cleared", _("Cleared")), ("all", _("All"))]
 
     def choices(self, changelist):
         # Open alerts are what an admin comes for: they are the default.
@@ -207,30 +213,32 @@ class GpuAlertAdmin(admin.ModelAdmin):
     list_select_related = ["gpu__node", "acknowledged_by"]
     actions = ["cordon_nodes", "acknowledge"]
 
-    @admin.display(description="Suggested")
+    @admin.display(description=gettext_lazy("Suggested"))
     def suggestion(self, obj):
         node = obj.gpu.node
         if obj.cleared_at is not None:
             return "—"
         if node.status == "ready":
-            return f"Cordon {node.name}"
-        return f"{node.name} is {node.status}"
+            return _("Cordon %(node)s") % {"node": node.name}
+        return _("%(node)s is %(status)s") % {"node": node.name, "status": node.get_status_display()}
 
-    @admin.action(description="Cordon the nodes of the selected alerts")
+    @admin.action(description=gettext_lazy("Cordon the nodes of the selected alerts"))
     def cordon_nodes(self, request, queryset):
         nodes = {alert.gpu.node for alert in queryset.select_related("gpu__node")}
         for node in sorted(nodes, key=lambda n: n.name):
             try:
-                node_cordon(node=node, by=request.user, reason="Cordoned for a GPU health alert.")
-                self.message_user(request, f"Cordoned {node.name}.", messages.SUCCESS)
+                node_cordon(node=node, by=request.user, reason=_("Cordoned for a GPU health alert."))
+                self.message_user(request, _("Cordoned %(node)s.") % {"node": node.name}, messages.SUCCESS)
             except (PortalError, BackendError) as exc:
                 self.message_user(request, f"{node.name}: {exc}", messages.ERROR)
 
-    @admin.action(description="Acknowledge the selected alerts (Xid alerts close; temperature closes when cool)")
+    @admin.action(
+        description=gettext_lazy("Acknowledge the selected alerts (Xid alerts close; temperature closes when cool)")
+    )
     def acknowledge(self, request, queryset):
         for alert in queryset:
             alert_acknowledge(alert=alert, by=request.user)
-        self.message_user(request, f"Acknowledged {queryset.count()} alert(s).", messages.SUCCESS)
+        self.message_user(request, _("Acknowledged %(n)s alert(s).") % {"n": queryset.count()}, messages.SUCCESS)
 
     def has_add_permission(self, request):
         return False
@@ -257,19 +265,22 @@ class NodeAgentTokenAdmin(admin.ModelAdmin):
             obj.save()
             self.message_user(
                 request,
-                f"The agent key for {obj.node.name} is {key} — copy it now, it is not shown again."
-                f" On the node: GPU_AGENT_TOKEN={key} python manage.py gpu_agent --portal <this portal's URL>",
+                _(
+                    "The agent key for %(node)s is %(key)s — copy it now, it is not shown again. On the node:"
+                    " GPU_AGENT_TOKEN=%(key)s python manage.py gpu_agent --portal <this portal's URL>"
+                )
+                % {"node": obj.node.name, "key": key},
                 messages.WARNING,
             )
 
     def has_change_permission(self, request, obj=None):
         return obj is None
 
-    @admin.action(description="Revoke the selected agent keys")
+    @admin.action(description=gettext_lazy("Revoke the selected agent keys"))
     def revoke(self, request, queryset):
         for token in queryset:
             agent_token_revoke(token=token)
-        self.message_user(request, f"Revoked {queryset.count()} key(s).", messages.SUCCESS)
+        self.message_user(request, _("Revoked %(n)s key(s).") % {"n": queryset.count()}, messages.SUCCESS)
 
 
 # --- Images
@@ -348,7 +359,7 @@ class NotebookSessionAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Stop the selected notebooks (or take them out of the queue)")
+    @admin.action(description=gettext_lazy("Stop the selected notebooks (or take them out of the queue)"))
     def stop(self, request, queryset):
         done, failed = [], []
         for session in queryset.select_related("user", "profile"):
@@ -358,7 +369,7 @@ class NotebookSessionAdmin(admin.ModelAdmin):
             except PortalError as exc:
                 failed.append(f"#{session.pk}: {exc.message}")
         if done:
-            self.message_user(request, f"Asked to stop: {', '.join(done)}.", messages.SUCCESS)
+            self.message_user(request, _("Asked to stop: %(names)s.") % {"names": ", ".join(done)}, messages.SUCCESS)
         for problem in failed:
             self.message_user(request, problem, messages.ERROR)
 

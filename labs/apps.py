@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class LabsConfig(AppConfig):
     name = "labs"
-    verbose_name = "The lab"
+    verbose_name = gettext_lazy("The lab")
 
     def ready(self) -> None:
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps

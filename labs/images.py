@@ -13,6 +13,8 @@ import re
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 # An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
 IMAGE_REFERENCE = re.compile(
@@ -38,18 +40,26 @@ class ImageRule(models.Model):
     pattern = models.CharField(
         max_length=255,
         unique=True,
-        help_text="An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*).",
+        help_text=gettext_lazy(
+            "An image reference, or a pattern with * (e.g. registry.lab.example/* or pytorch/pytorch:2.*)."
+        ),
     )
     description = models.CharField(
-        max_length=200, blank=True, help_text="What a person finds in it, shown where they choose an image."
+        max_length=200,
+        blank=True,
+        help_text=gettext_lazy("What a person finds in it, shown where they choose an image."),
     )
     gpu = models.BooleanField(
-        default=False, verbose_name="GPU", help_text="It brings CUDA (or ROCm): work in it can use the GPUs."
+        default=False,
+        verbose_name=gettext_lazy("GPU"),
+        help_text=gettext_lazy("It brings CUDA (or ROCm): work in it can use the GPUs."),
     )
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = gettext_lazy("image rule")
+        verbose_name_plural = gettext_lazy("image rules")
         app_label = "labs"
         # Moved here from the jobs app (labs must not import jobs); the table kept its name, so no data moved.
         db_table = "jobs_imagerule"
@@ -60,7 +70,7 @@ class ImageRule(models.Model):
 
     def clean(self) -> None:
         if any(ch.isspace() for ch in self.pattern) or not self.pattern.strip("*"):
-            raise ValidationError({"pattern": "A pattern has no spaces and is more than a lone *."})
+            raise ValidationError({"pattern": _("A pattern has no spaces and is more than a lone *.")})
 
     def matches(self, image: str) -> bool:
         return self.enabled and image_allowed_by(self.pattern, image)
@@ -101,9 +111,9 @@ def image_allowed(image: str) -> bool:
 def image_problem(image: str) -> str | None:
     """Why `image` may not run in the lab, as a sentence for the person who chose it; None when it may."""
     if not image:
-        return "Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime."
+        return _("Required: the container image, e.g. pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime.")
     if len(image) > IMAGE_MAX_LENGTH or not IMAGE_REFERENCE.match(image):
-        return "Not an image reference (registry/name:tag, without spaces)."
+        return _("Not an image reference (registry/name:tag, without spaces).")
     if not image_allowed(image):
-        return f"{image} is not on the lab's image allow-list; ask an admin to add it."
+        return _("%(image)s is not on the lab's image allow-list; ask an admin to add it.") % {"image": image}
     return None

@@ -19,7 +19,9 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Sum
-from django.utils import timezone
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from accounts.errors import PortalError
 from accounts.models import Course, User
@@ -155,15 +157,15 @@ def _when(moment: dt.datetime) -> str:
     local = timezone.localtime(moment)
     if local.date() == timezone.localdate():
         return local.strftime("%H:%M")
-    return local.strftime("%a %d %b %H:%M")
+    return formats.date_format(local, "D d M H:i")  # in the reader's language: "Tue 10 Mar 14:00", "Ter 10 Mar 14:00"
 
 
 def place(claim: Claim) -> Placement:
     """Choose GPUs for the claim, or raise NoCapacity with a sentence the person can act on."""
     if claim.nodes < 1 or claim.gpus < 1 or not (Decimal(0) < claim.share <= ONE):
-        raise PortalError("A claim needs at least one node and one GPU, and a share in (0, 1].")
+        raise PortalError(_("A claim needs at least one node and one GPU, and a share in (0, 1]."))
     if claim.nodes > 1 and claim.share < ONE:
-        raise PortalError("Work across several nodes takes whole GPUs.")
+        raise PortalError(_("Work across several nodes takes whole GPUs."))
 
     windows = reserved_windows(claim.starts_at, claim.ends_at)
     reservations = {r.pk: r for ws in windows.values() for _, r in ws}
@@ -179,11 +181,14 @@ def place(claim: Claim) -> Placement:
         if not usable(reservation):
             raise NoCapacity(not_yours(reservation))
         if not reservation.open_for_work(claim.starts_at):
-            raise NoCapacity(f"Reservation “{reservation.title}” is {reservation.get_status_display().lower()}.")
+            raise NoCapacity(
+                _("Reservation “%(title)s” is %(status)s.")
+                % {"title": reservation.title, "status": reservation.get_status_display().lower()}
+            )
         if claim.starts_at < reservation.starts_at or claim.ends_at > reservation.ends_at:
             raise NoCapacity(
-                f"Reservation “{reservation.title}” runs {_when(reservation.starts_at)}–{_when(reservation.ends_at)};"
-                " the work must fit inside it."
+                _("Reservation “%(title)s” runs %(start)s–%(end)s; the work must fit inside it.")
+                % {"title": reservation.title, "start": _when(reservation.starts_at), "end": _when(reservation.ends_at)}
             )
         allowed_nodes: set[int] | None = set(reservation.node_rows.filter(holds=True).values_list("node_id", flat=True))
     else:
@@ -230,20 +235,29 @@ def place(claim: Claim) -> Placement:
 
 
 def _why_not(claim: Claim, ready_nodes: int, blocked_until: list[dt.datetime]) -> str:
-    want = (
-        f"{claim.nodes} node{'s' if claim.nodes > 1 else ''} with {claim.gpus} free GPU{'s' if claim.gpus > 1 else ''}"
-    )
+    gpus = ngettext("%(n)s free GPU", "%(n)s free GPUs", claim.gpus) % {"n": claim.gpus}
+    want = ngettext("%(n)s node with %(gpus)s", "%(n)s nodes with %(gpus)s", claim.nodes) % {
+        "n": claim.nodes,
+        "gpus": gpus,
+    }
     if claim.share < ONE:
-        want = f"{claim.share:.0%} of a GPU"
+        want = _("%(pct)s of a GPU") % {"pct": f"{claim.share:.0%}"}
     if claim.reservation is not None:
-        return f"Not enough free GPUs in reservation “{claim.reservation.title}” for {want}."
+        return _("Not enough free GPUs in reservation “%(title)s” for %(want)s.") % {
+            "title": claim.reservation.title,
+            "want": want,
+        }
     if ready_nodes == 0:
-        return "No node is ready right now; an admin has been told."
-    parts = [f"No room for {want} right now."]
+        return _("No node is ready right now; an admin has been told.")
+    parts = [_("No room for %(want)s right now.") % {"want": want}]
     if blocked_until:
         parts.append(
-            f"{len(blocked_until)} node{'s are' if len(blocked_until) > 1 else ' is'} reserved for others"
-            f" (the first frees at {_when(min(blocked_until))})."
+            ngettext(
+                "%(n)s node is reserved for others (the first frees at %(at)s).",
+                "%(n)s nodes are reserved for others (the first frees at %(at)s).",
+                len(blocked_until),
+            )
+            % {"n": len(blocked_until), "at": _when(min(blocked_until))}
         )
     return " ".join(parts)
 
@@ -271,4 +285,4 @@ def allocate(
                     reason=reason,
                 )
                 return placement, allocations
-    raise NoCapacity("The lab is busy: the GPUs were taken while we chose them. Try again in a moment.")
+    raise NoCapacity(_("The lab is busy: the GPUs were taken while we chose them. Try again in a moment."))

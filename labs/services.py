@@ -31,7 +31,11 @@ class SyncReport:
     marked_down: list[str] = dataclasses.field(default_factory=list)
 
     def __str__(self) -> str:
-        return f"{len(self.created)} nodes added, {len(self.updated)} updated, {len(self.marked_down)} marked down"
+        return _("%(added)s nodes added, %(updated)s updated, %(down)s marked down") % {
+            "added": len(self.created),
+            "updated": len(self.updated),
+            "down": len(self.marked_down),
+        }
 
 
 def _left(source: str) -> str:
@@ -66,10 +70,10 @@ def inventory_sync(*, specs: list[NodeSpec], source: str, prune: bool = False) -
         node.labels = dict(spec.labels)
         node.source = source
         if spec.ready is False:
-            changed |= _set_status(node, NodeStatus.DOWN, "Kubernetes reports the node NotReady.")
+            changed |= _set_status(node, NodeStatus.DOWN, _("Kubernetes reports the node NotReady."))
         elif spec.unschedulable:
             if node.status != NodeStatus.CORDONED:
-                changed |= _set_status(node, NodeStatus.CORDONED, "Cordoned in Kubernetes.")
+                changed |= _set_status(node, NodeStatus.CORDONED, _("Cordoned in Kubernetes."))
         elif (spec.ready is True and node.status != NodeStatus.READY) or (
             # A node the file had dropped is listed again: it is back.
             spec.ready is None and node.status == NodeStatus.DOWN and node.status_reason == _left(source)
@@ -127,9 +131,9 @@ def node_cordon(*, node: Node, by: User, reason: str = "", backend: InventoryBac
                 _audit(by, "node.cordon", node, before, reason)
             return node
         if node.status == NodeStatus.DOWN:
-            raise Conflict(f"{node.name} is down; it cannot be cordoned until it is back.")
+            raise Conflict(_("%(node)s is down; it cannot be cordoned until it is back.") % {"node": node.name})
         backend.set_unschedulable(node.name, True)
-        _set_status(node, NodeStatus.CORDONED, reason or f"Cordoned by {by.username}.")
+        _set_status(node, NodeStatus.CORDONED, reason or _("Cordoned by %(name)s.") % {"name": by.username})
         node.save(update_fields=["status", "status_reason", "status_changed_at", "updated_at"])
         _audit(by, "node.cordon", node, before, reason)
     return node

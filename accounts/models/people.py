@@ -11,7 +11,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.usernames import NamedUserManager, username_taken_sentence
 
@@ -41,23 +41,31 @@ class User(AbstractUser):
         max_length=8,
         choices=RoleSource.choices,
         default=RoleSource.MANUAL,
-        help_text="“From the sign-in's groups”: the role follows the university's groups at every sign-in.",
+        help_text=gettext_lazy(
+            "“From the sign-in's groups”: the role follows the university's groups at every sign-in."
+        ),
     )
     # "Sign out everywhere" counts it up: every session signed in before carries the old count and ends.
     session_generation = models.PositiveIntegerField(default=0, editable=False)
     usage_report_email = models.BooleanField(
         default=True,
-        help_text="Teachers and admins: the weekly usage summary by e-mail (turned off on the account page).",
+        help_text=gettext_lazy(
+            "Teachers and admins: the weekly usage summary by e-mail (turned off on the account page)."
+        ),
     )
 
     # The language the portal speaks to this person (pages, e-mails), chosen on the account page: one of
     # settings.LANGUAGES, or empty until chosen (their browser's Accept-Language decides, and e-mails go out in the
     # lab's LANGUAGE_CODE).
-    language = models.CharField(max_length=16, blank=True, default="", help_text="Empty: the browser's language.")
+    language = models.CharField(
+        max_length=16, blank=True, default="", help_text=gettext_lazy("Empty: the browser's language.")
+    )
 
     objects = PortalUserManager()
 
     class Meta:
+        verbose_name = gettext_lazy("user")
+        verbose_name_plural = gettext_lazy("users")
         ordering = ["username"]
         # One person, one name: "Student2" next to "student2" is refused (the name keeps its case for display).
         constraints = [models.UniqueConstraint(Lower("username"), name="user_username_unique_ignoring_case")]
@@ -122,17 +130,21 @@ class Course(models.Model):
     code = models.CharField(max_length=32, unique=True, validators=[course_code_validator])
     name = models.CharField(max_length=200)
     term_start = models.DateField()
-    term_end = models.DateField(help_text="Students lose the access this course gives them after this day.")
+    term_end = models.DateField(
+        help_text=gettext_lazy("Students lose the access this course gives them after this day.")
+    )
     # The term's name as the university's groups spell it (e.g. 2026W in course-dl101-2026w-students): the sign-in
     # maps a group to this course only when the group's term is this one. Blank: groups that name no term.
     term = models.CharField(
-        max_length=16, blank=True, help_text="The term as the university's groups name it, e.g. 2026W."
+        max_length=16, blank=True, help_text=gettext_lazy("The term as the university's groups name it, e.g. 2026W.")
     )
     teachers = models.ManyToManyField(User, related_name="courses_taught", blank=True)
     students = models.ManyToManyField(User, through="Enrollment", related_name="courses_enrolled", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = gettext_lazy("course")
+        verbose_name_plural = gettext_lazy("courses")
         ordering = ["code"]
         constraints = [
             models.CheckConstraint(
@@ -145,7 +157,7 @@ class Course(models.Model):
 
     def clean(self) -> None:
         if self.term_start and self.term_end and self.term_end < self.term_start:
-            raise ValidationError({"term_end": "The term cannot end before it starts."})
+            raise ValidationError({"term_end": gettext("The term cannot end before it starts.")})
 
     def is_active_on(self, day: dt.date) -> bool:
         return self.term_start <= day <= self.term_end
@@ -176,6 +188,8 @@ class Enrollment(models.Model):
     source = models.CharField(max_length=8, choices=MembershipSource.choices, default=MembershipSource.MANUAL)
 
     class Meta:
+        verbose_name = gettext_lazy("enrollment")
+        verbose_name_plural = gettext_lazy("enrollments")
         ordering = ["course__code", "user__username"]
         constraints = [models.UniqueConstraint(fields=["user", "course"], name="enrollment_once_per_course")]
 
@@ -185,7 +199,12 @@ class Enrollment(models.Model):
 
     def clean(self) -> None:
         if self.role == CourseRole.ASSISTANT and self.user_id and self.user.role != Role.STUDENT:
-            raise ValidationError({"role": f"{self.user.username} is not a student; teaching assistants are students."})
+            raise ValidationError(
+                {
+                    "role": gettext("%(name)s is not a student; teaching assistants are students.")
+                    % {"name": self.user.username}
+                }
+            )
 
 
 class TeachingSource(models.Model):
@@ -200,6 +219,8 @@ class TeachingSource(models.Model):
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = gettext_lazy("teaching source")
+        verbose_name_plural = gettext_lazy("teaching sources")
         constraints = [models.UniqueConstraint(fields=["user", "course"], name="teaching_source_once_per_course")]
 
     def __str__(self) -> str:
@@ -218,15 +239,20 @@ class ExternalIdentity(models.Model):
 
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="external_identities")
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    issuer = models.CharField(max_length=255, help_text="The OIDC issuer URL, or the LDAP server's URI.")
-    subject = models.CharField(max_length=255, help_text="The stable claim (`sub`), or the LDAP entry (DN or id).")
-    groups = models.JSONField(default=list, blank=True, help_text="The groups the last sign-in or sync reported.")
+    issuer = models.CharField(max_length=255, help_text=gettext_lazy("The OIDC issuer URL, or the LDAP server's URI."))
+    subject = models.CharField(
+        max_length=255, help_text=gettext_lazy("The stable claim (`sub`), or the LDAP entry (DN or id).")
+    )
+    groups = models.JSONField(
+        default=list, blank=True, help_text=gettext_lazy("The groups the last sign-in or sync reported.")
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("external identity")
+        verbose_name_plural = gettext_lazy("external identities")
         ordering = ["issuer", "subject"]
-        verbose_name_plural = "external identities"
         constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_once")]
 
     def __str__(self) -> str:
@@ -272,7 +298,9 @@ class RosterInvitation(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="roster_invitations")
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="roster_invitations")
     token_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
-    consent = models.BooleanField(default=False, help_text="A request to join: enrolled only if they accept.")
+    consent = models.BooleanField(
+        default=False, help_text=gettext_lazy("A request to join: enrolled only if they accept.")
+    )
     role = models.CharField(max_length=16, choices=CourseRole.choices, default=CourseRole.STUDENT)
     answer = models.CharField(max_length=16, choices=InvitationAnswer.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

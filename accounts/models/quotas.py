@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext, gettext_lazy
 
 from accounts.models.people import Course, Role, User
 
@@ -24,7 +25,7 @@ class Quota(models.Model):
     user = models.OneToOneField(User, on_delete=models.CASCADE, null=True, blank=True, related_name="quota")
 
     max_notebooks = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Notebooks running at the same time."
+        null=True, blank=True, help_text=gettext_lazy("Notebooks running at the same time.")
     )
     notebook_gpu_share = models.DecimalField(
         max_digits=4,
@@ -32,7 +33,7 @@ class Quota(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0.05")), MaxValueValidator(Decimal("1"))],
-        help_text="Largest share of one GPU a notebook may take (1 = a whole 4090).",
+        help_text=gettext_lazy("Largest share of one GPU a notebook may take (1 = a whole 4090)."),
     )
     gpu_hours_week = models.DecimalField(
         max_digits=8,
@@ -40,9 +41,13 @@ class Quota(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],
-        help_text="GPU-hours per week (Monday 00:00 in the lab's time zone), notebooks and jobs together.",
+        help_text=gettext_lazy(
+            "GPU-hours per week (Monday 00:00 in the lab's time zone), notebooks and jobs together."
+        ),
     )
-    max_jobs = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Training jobs running at once.")
+    max_jobs = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text=gettext_lazy("Training jobs running at once.")
+    )
     max_gpus_per_job = models.PositiveSmallIntegerField(null=True, blank=True)
     reservation_max_nodes = models.PositiveSmallIntegerField(null=True, blank=True)
     reservation_max_hours = models.DecimalField(
@@ -54,16 +59,20 @@ class Quota(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0"))],
-        help_text="Node-hours a person may have reserved per week (by the week the window starts in).",
+        help_text=gettext_lazy("Node-hours a person may have reserved per week (by the week the window starts in)."),
     )
     reservation_horizon_days = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="How many days ahead a reservation may start."
+        null=True, blank=True, help_text=gettext_lazy("How many days ahead a reservation may start.")
     )
     reservation_notice_min = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Minutes of notice a reservation needs before it starts (fewer is kinder)."
+        null=True,
+        blank=True,
+        help_text=gettext_lazy("Minutes of notice a reservation needs before it starts (fewer is kinder)."),
     )
     reservation_approval_nodes = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Reservations of more nodes than this wait for an admin's approval."
+        null=True,
+        blank=True,
+        help_text=gettext_lazy("Reservations of more nodes than this wait for an admin's approval."),
     )
     note = models.CharField(max_length=200, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -85,6 +94,8 @@ class Quota(models.Model):
     LOWER_IS_GENEROUS = frozenset({"reservation_notice_min"})
 
     class Meta:
+        verbose_name = gettext_lazy("quota")
+        verbose_name_plural = gettext_lazy("quotas")
         ordering = ["role", "course__code", "user__username"]
         constraints = [
             models.CheckConstraint(
@@ -111,4 +122,4 @@ class Quota(models.Model):
     def clean(self) -> None:
         scopes = [bool(self.role), self.course_id is not None, self.user_id is not None]
         if sum(scopes) != 1:
-            raise ValidationError("A quota applies to exactly one of: a role, a course, or a user.")
+            raise ValidationError(gettext("A quota applies to exactly one of: a role, a course, or a user."))

@@ -14,6 +14,8 @@ from typing import Literal
 from jobs.policy.ids import JobId, ReservationId
 
 TimeFormatter = Callable[[float], str]
+Translate = Callable[[str], str]  # gettext
+PluralTranslate = Callable[[str, str, int], str]  # ngettext
 
 WaitCode = Literal[
     "waiting",
@@ -27,6 +29,15 @@ WaitCode = Literal[
     "reservation_too_short",
     "reservation_not_allowed",
 ]
+
+
+def same(text: str) -> str:
+    """The sentence as written (English): the default where nobody passes Django's gettext."""
+    return text
+
+
+def english(singular: str, plural: str, count: int | float) -> str:
+    return singular if count == 1 else plural
 
 
 @dataclasses.dataclass(slots=True)
@@ -54,66 +65,107 @@ class Waiting:
     def jobs_ahead(self) -> int:
         return self.position - 1
 
-    def sentence(self, format_time: TimeFormatter | None = None) -> str:
-        return waiting_sentence(self, format_time or utc_clock)
+    def sentence(
+        self, format_time: TimeFormatter | None = None, gettext: Translate = same, ngettext: PluralTranslate = english
+    ) -> str:
+        return waiting_sentence(self, format_time or utc_clock, gettext=gettext, ngettext=ngettext)
 
 
-def _plural(count: int | float, word: str) -> str:
-    return f"{count:g} {word}" if count == 1 else f"{count:g} {word}s"
+def _number(value: int | float) -> str:
+    return f"{value:g}"
 
 
-def _ahead(waiting: Waiting) -> str:
+def _ahead(waiting: Waiting, _: Translate, ngettext: PluralTranslate) -> str:
     if waiting.jobs_ahead == 0:
-        return "first in line"
-    return f"{_plural(waiting.jobs_ahead, 'job')} ahead of you"
+        return _("first in line")
+    return ngettext("%(n)s job ahead of you", "%(n)s jobs ahead of you", waiting.jobs_ahead) % {
+        "n": _number(waiting.jobs_ahead)
+    }
 
 
-def _gpus(waiting: Waiting) -> str:
-    text = _plural(waiting.total_gpus, "GPU")
-    return f"{text} on {waiting.nodes} nodes" if waiting.nodes > 1 else text
+def _gpus(waiting: Waiting, _: Translate, ngettext: PluralTranslate) -> str:
+    values = {"n": _number(waiting.total_gpus), "nodes": waiting.nodes}
+    if waiting.nodes > 1:
+        return ngettext("%(n)s GPU on %(nodes)s nodes", "%(n)s GPUs on %(nodes)s nodes", waiting.total_gpus) % values
+    return ngettext("%(n)s GPU", "%(n)s GPUs", waiting.total_gpus) % values
 
 
-def waiting_sentence(waiting: Waiting, format_time: TimeFormatter) -> str:
+def waiting_sentence(
+    waiting: Waiting, format_time: TimeFormatter, gettext: Translate = same, ngettext: PluralTranslate = english
+) -> str:
+    """The sentence, in the language `gettext` and `ngettext` speak (the scheduler passes Django's, inside the owner's
+    language; this module imports no Django, so the policy runs alone in the benchmarks)."""
+    _ = gettext
     code = waiting.code
+    rid = waiting.reservation_id
     if code == "waiting":
         if waiting.estimated_start is None:
-            when = "no estimated start yet (the nodes it needs are not available)"
+            when = _("no estimated start yet (the nodes it needs are not available)")
         else:
             earliest = format_time(waiting.estimated_earliest or waiting.estimated_start)
             latest = format_time(waiting.estimated_latest or waiting.estimated_start)
-            when = f"estimated start {earliest}" if earliest == latest else f"estimated start {earliest}-{latest}"
-        return f"waiting for {_gpus(waiting)}; {_ahead(waiting)}; {when}"
+            when = (
+                _("estimated start %(at)s") % {"at": earliest}
+                if earliest == latest
+                else _("estimated start %(earliest)s-%(latest)s") % {"earliest": earliest, "latest": latest}
+            )
+        return _("waiting for %(gpus)s; %(ahead)s; %(when)s") % {
+            "gpus": _gpus(waiting, _, ngettext),
+            "ahead": _ahead(waiting, _, ngettext),
+            "when": when,
+        }
     if code == "starting":
-        at = format_time(waiting.estimated_start) if waiting.estimated_start is not None else "soon"
+        at = format_time(waiting.estimated_start) if waiting.estimated_start is not None else _("soon")
         if waiting.preempting:
-            stopped = _plural(waiting.preempting, "lower-priority job")
-            verb = "is" if waiting.preempting == 1 else "are"
-            return f"starting at about {at}: {stopped} {verb} being stopped to make room"
-        return f"starting at about {at}: its GPUs are being freed"
+            return ngettext(
+                "starting at about %(at)s: %(n)s lower-priority job is being stopped to make room",
+                "starting at about %(at)s: %(n)s lower-priority jobs are being stopped to make room",
+                waiting.preempting,
+            ) % {"at": at, "n": _number(waiting.preempting)}
+        return _("starting at about %(at)s: its GPUs are being freed") % {"at": at}
     if code == "reservation_pending":
-        at = format_time(waiting.at) if waiting.at is not None else "later"
-        return f"waiting for reservation {waiting.reservation_id}, which starts at {at}; {_ahead(waiting)}"
+        at = format_time(waiting.at) if waiting.at is not None else _("later")
+        return _("waiting for reservation %(id)s, which starts at %(at)s; %(ahead)s") % {
+            "id": rid,
+            "at": at,
+            "ahead": _ahead(waiting, _, ngettext),
+        }
     if code == "quota_jobs":
-        return f"held: you have {_plural(waiting.used or 0, 'job')} running and your limit is {waiting.limit:g}"
+        used = waiting.used or 0
+        return ngettext(
+            "held: you have %(n)s job running and your limit is %(limit)s",
+            "held: you have %(n)s jobs running and your limit is %(limit)s",
+            used,
+        ) % {"n": _number(used), "limit": _number(waiting.limit or 0)}
     if code == "quota_gpus_per_job":
-        return f"held: it asks for {_plural(waiting.total_gpus, 'GPU')} and your limit is {waiting.limit:g} per job"
+        return ngettext(
+            "held: it asks for %(n)s GPU and your limit is %(limit)s per job",
+            "held: it asks for %(n)s GPUs and your limit is %(limit)s per job",
+            waiting.total_gpus,
+        ) % {"n": _number(waiting.total_gpus), "limit": _number(waiting.limit or 0)}
     if code == "quota_gpu_hours":
-        return (
-            f"held: at its max runtime it needs {waiting.used:.1f} GPU-hours and you have "
-            f"{max(waiting.limit or 0.0, 0.0):.1f} left this week"
-        )
+        return _("held: at its max runtime it needs %(need).1f GPU-hours and you have %(left).1f left this week") % {
+            "need": waiting.used,
+            "left": max(waiting.limit or 0.0, 0.0),
+        }
     if code == "too_large":
-        per_node = _plural(waiting.total_gpus // waiting.nodes, "GPU")
-        return f"held: it needs {_plural(waiting.nodes, 'node')} with {per_node} each, more than the lab has"
+        per_node = waiting.total_gpus // waiting.nodes
+        gpus = ngettext("%(n)s GPU", "%(n)s GPUs", per_node) % {"n": _number(per_node)}
+        return ngettext(
+            "held: it needs %(n)s node with %(gpus)s each, more than the lab has",
+            "held: it needs %(n)s nodes with %(gpus)s each, more than the lab has",
+            waiting.nodes,
+        ) % {"n": _number(waiting.nodes), "gpus": gpus}
     if code == "reservation_over":
-        return f"held: reservation {waiting.reservation_id} is over or does not exist"
+        return _("held: reservation %(id)s is over or does not exist") % {"id": rid}
     if code == "reservation_too_short":
-        end = format_time(waiting.at) if waiting.at is not None else "soon"
-        return (
-            f"held: its max runtime does not fit in what is left of reservation {waiting.reservation_id} (ends {end})"
-        )
+        end = format_time(waiting.at) if waiting.at is not None else _("soon")
+        return _("held: its max runtime does not fit in what is left of reservation %(id)s (ends %(end)s)") % {
+            "id": rid,
+            "end": end,
+        }
     if code == "reservation_not_allowed":
-        return f"held: reservation {waiting.reservation_id} is not open to you"
+        return _("held: reservation %(id)s is not open to you") % {"id": rid}
     return code
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.models import User
 from accounts.selectors import effective_quota
@@ -34,13 +35,13 @@ from jobs.policy import (
     Start,
     Waiting,
     Window,
-    clock_formatter,
     decayed_usage,
     schedule,
 )
 from jobs.policy import Node as PolicyNode
 from jobs.selectors import runtime_predictions
 from jobs.services.transitions import job_request_stop, transition
+from jobs.services.waiting_words import waiting_said
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
 from labs.placement import reserved_windows
@@ -242,10 +243,6 @@ def _lock_pass() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PASS_LOCK_KEY])
 
 
-def formatter(now: dt.datetime):
-    return clock_formatter(timezone.get_current_timezone(), now.timestamp())
-
-
 def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
     gpu_ids = [snap.gpu_ids[(p.node, g)] for p in start.placements for g in p.gpus]
     # Lock the GPUs, then look again: a notebook may have taken one since the snapshot.
@@ -288,15 +285,17 @@ def _start(job: Job, start: Start, snap: LabSnapshot, now: dt.datetime) -> bool:
 
 
 def _save_waiting(waiting: list[Waiting], snap: LabSnapshot, now: dt.datetime) -> None:
-    format_time = formatter(now)
     changed, late = [], []
+    # Each owner reads why their job waits in their own language (the pages show the stored sentence).
+    owners = {job.owner_id for job in snap.queued.values()}
+    languages = dict(User.objects.filter(pk__in=owners).values_list("pk", "language"))
     for entry in waiting:
         job = snap.queued.get(entry.job_id)
         if job is None:
             continue
         if stuck(job, previous_estimate=job.estimated_start, now=now):
             late.append(job)
-        sentence = entry.sentence(format_time)[:300]
+        sentence = waiting_said(entry, now, languages.get(job.owner_id, ""))[:300]
         estimate = (
             dt.datetime.fromtimestamp(entry.estimated_start, dt.UTC) if entry.estimated_start is not None else None
         )
@@ -367,12 +366,14 @@ def preview(job: QueuedJob, *, now: dt.datetime | None = None) -> Preview:
     for start in result.starts:
         if start.job_id == job.id:
             where = ", ".join(start.node_names)
-            return Preview(True, f"Yes: it would start now, on {where}.", node_names=start.node_names)
+            return Preview(
+                True, _("Yes: it would start now, on %(nodes)s.") % {"nodes": where}, node_names=start.node_names
+            )
     waiting = result.waiting_by_id().get(job.id)
     if waiting is None:  # cannot happen: every job is started or waiting
-        return Preview(False, "No answer from the queue right now.")
+        return Preview(False, _("No answer from the queue right now."))
     estimate = (
         dt.datetime.fromtimestamp(waiting.estimated_start, dt.UTC) if waiting.estimated_start is not None else None
     )
-    sentence = waiting.sentence(formatter(now))
-    return Preview(False, f"Not now: {sentence}.", waiting.position, estimate)
+    sentence = waiting_said(waiting, now)
+    return Preview(False, _("Not now: %(why)s.") % {"why": sentence}, waiting.position, estimate)

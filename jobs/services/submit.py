@@ -27,10 +27,11 @@ from jobs.backends.base import SCRIPT_ARGV
 from jobs.models import ACTIVE_STATES, Job, JobEvent, JobState, StopReason
 from jobs.policy import QueuedJob
 from jobs.selectors import template_for_use
-from jobs.services.scheduling import Preview, formatter, preview, user_key
+from jobs.services.scheduling import Preview, preview, user_key
 from jobs.services.templates import template_request
 from jobs.services.transitions import job_request_stop, transition
 from jobs.services.validation import JobRequest, validate_request
+from jobs.services.waiting_words import formatter
 from labs.budgets.services import budgets_guard
 from labs.ledger import week_gpu_hours
 

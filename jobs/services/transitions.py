@@ -12,7 +12,10 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from accounts.locale import said_to, speaking
 from jobs import enqueue
 from jobs.models import PLACED_STATES, Job, JobEvent, JobState, StopReason
 from jobs.notices import job_moved
@@ -73,7 +76,13 @@ def _requeue(job: Job, *, why: str, reason: str, now: dt.datetime) -> bool:
     return transition(
         job,
         to=JobState.QUEUED,
-        why=f"attempt {attempt} {why}; queued again as attempt {attempt + 1}",
+        why=said_to(
+            job.owner,
+            gettext_lazy("attempt %(n)s %(why)s; queued again as attempt %(next)s"),
+            n=attempt,
+            why=why,
+            next=attempt + 1,
+        ),
         now=now,
         attempt_to=attempt + 1,
         queued_since=now,
@@ -92,7 +101,13 @@ def job_mark_running(*, job: Job, reason: str = "", now: dt.datetime | None = No
     if job.state != JobState.STARTING:
         return False
     where = ", ".join(job.node_names) or "its node"
-    return transition(job, to=JobState.RUNNING, why=reason or f"running on {where}", now=now, running_at=now)
+    return transition(
+        job,
+        to=JobState.RUNNING,
+        why=reason or said_to(job.owner, gettext_lazy("running on %(nodes)s"), nodes=where),
+        now=now,
+        running_at=now,
+    )
 
 
 def job_finish(
@@ -108,11 +123,13 @@ def job_finish(
     if job.state not in PLACED_STATES:
         return False
     to = JobState.SUCCEEDED if succeeded else JobState.FAILED
+    # In the owner's words: the job page shows the events and the final message.
     if succeeded:
-        reason = "finished (exit code 0)"
+        reason = said_to(job.owner, gettext_lazy("finished (exit code 0)"))
     else:
-        code = f"exit code {exit_code}" if exit_code is not None else "no exit code"
-        reason = f"failed ({code})" + (f": {message}" if message else "")
+        with speaking(job.owner):
+            code = _("exit code %(code)s") % {"code": exit_code} if exit_code is not None else _("no exit code")
+            reason = _("failed (%(code)s)") % {"code": code} + (f": {message}" if message else "")
     attempt = job.attempt
     with transaction.atomic():
         if not transition(
@@ -140,7 +157,12 @@ def job_stop_done(*, job: Job, now: dt.datetime | None = None) -> bool:
     with transaction.atomic():
         if job.stop_reason == StopReason.PREEMPTED:
             note = job.stop_note or "preempted"
-            moved = _requeue(job, why=f"preempted: {note}", reason="queued again after preemption", now=now)
+            moved = _requeue(
+                job,
+                why=said_to(job.owner, gettext_lazy("preempted: %(note)s"), note=note),
+                reason=said_to(job.owner, gettext_lazy("queued again after preemption")),
+                now=now,
+            )
         else:
             moved = transition(
                 job,
@@ -172,7 +194,12 @@ def job_lost(*, job: Job, why: str, now: dt.datetime | None = None) -> str:
         return "failed" if job_finish(job=job, succeeded=False, message=why, now=now) else "raced"
     attempt = job.attempt
     with transaction.atomic():
-        if not _requeue(job, why=f"lost: {why}", reason="queued again: the cluster lost its last attempt", now=now):
+        if not _requeue(
+            job,
+            why=said_to(job.owner, gettext_lazy("lost: %(why)s"), why=why),
+            reason=said_to(job.owner, gettext_lazy("queued again: the cluster lost its last attempt")),
+            now=now,
+        ):
             return "raced"
         close_allocations(job.pk, attempt, at=now, reason="job attempt lost")
         enqueue.schedule_pass_after_commit()

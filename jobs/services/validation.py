@@ -35,7 +35,9 @@ MAX_ARG_LEN = 4096
 MAX_ENV = 64
 MAX_ENV_VALUE = 4096
 MAX_DATASETS = 16
-SHELL_HINT = 'Give the command as a list of arguments (argv), e.g. ["python", "train.py", "--epochs", "3"].'
+SHELL_HINT = gettext_lazy(
+    'Give the command as a list of arguments (argv), e.g. ["python", "train.py", "--epochs", "3"].'
+)
 # Who reads the variables a job may not set (jobs.backends.rules.env_reader), as the refusal names them.
 ENV_READERS = {
     "loader": gettext_lazy("the system's program loader"),
@@ -92,19 +94,19 @@ def _duration(seconds: int) -> str:
 
 def _check_command(command: Any, errors: dict[str, str]) -> tuple[str, ...]:
     if isinstance(command, str):
-        errors["command"] = f"A shell string is not run. {SHELL_HINT}"
+        errors["command"] = _("A shell string is not run. %(hint)s") % {"hint": SHELL_HINT}
         return ()
     if not isinstance(command, list | tuple) or not command:
         errors["command"] = _("Required: a command (argv) or a script. %(hint)s") % {"hint": SHELL_HINT}
         return ()
     if len(command) > MAX_ARGS:
-        errors["command"] = f"At most {MAX_ARGS} arguments."
+        errors["command"] = _("At most %(n)d arguments.") % {"n": MAX_ARGS}
     elif not all(isinstance(arg, str) for arg in command):
-        errors["command"] = f"Every argument must be a string. {SHELL_HINT}"
+        errors["command"] = _("Every argument must be a string. %(hint)s") % {"hint": SHELL_HINT}
     elif not command[0].strip():
-        errors["command"] = "The first argument (the program) may not be empty."
+        errors["command"] = _("The first argument (the program) may not be empty.")
     elif any(len(arg) > MAX_ARG_LEN or "\x00" in arg for arg in command):
-        errors["command"] = f"Arguments are at most {MAX_ARG_LEN} characters, without NUL bytes."
+        errors["command"] = _("Arguments are at most %(n)d characters, without NUL bytes.") % {"n": MAX_ARG_LEN}
     else:
         return tuple(command)
     return ()
@@ -141,25 +143,27 @@ def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
     if env is None:
         return {}
     if not isinstance(env, Mapping):
-        errors["env"] = 'An object of variable names to string values, e.g. {"EPOCHS": "3"}.'
+        errors["env"] = _('An object of variable names to string values, e.g. {"EPOCHS": "3"}.')
         return {}
     if len(env) > MAX_ENV:
-        errors["env"] = f"At most {MAX_ENV} variables."
+        errors["env"] = _("At most %(n)d variables.") % {"n": MAX_ENV}
         return {}
     for name, value in env.items():
         if not isinstance(name, str) or not ENV_NAME.match(name):
-            errors["env"] = f"{name!r} is not a valid variable name (letters, digits and _, not starting with a digit)."
+            errors["env"] = _(
+                "%(name)r is not a valid variable name (letters, digits and _, not starting with a digit)."
+            ) % {"name": name}
         elif name in RESERVED_ENV or name.startswith("DATASET_"):
-            errors["env"] = f"{name} is set by the portal and may not be overridden."
+            errors["env"] = _("%(name)s is set by the portal and may not be overridden.") % {"name": name}
         elif (reader := env_reader(name)) is not None:
             errors["env"] = _(
                 "%(name)s is read by %(reader)s and may not be set by a job; set it in the job's own script if "
                 "the program needs it."
             ) % {"name": name, "reader": ENV_READERS[reader]}
         elif not isinstance(value, str):
-            errors["env"] = f"The value of {name} must be a string."
+            errors["env"] = _("The value of %(name)s must be a string.") % {"name": name}
         elif len(value) > MAX_ENV_VALUE or "\x00" in value:
-            errors["env"] = f"The value of {name} is too long or holds a NUL byte."
+            errors["env"] = _("The value of %(name)s is too long or holds a NUL byte.") % {"name": name}
         else:
             continue
         return {}
@@ -174,14 +178,20 @@ def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, in
     )
     most_per_node = (most_per_node + 1) if most_per_node is not None else 0
     if gpus_n is None or gpus_n < 1:
-        errors["gpus"] = "At least 1 GPU (a whole number)."
+        errors["gpus"] = _("At least 1 GPU (a whole number).")
     elif gpus_n > max(most_per_node, 1):
-        errors["gpus"] = f"No node has {gpus_n} GPUs; the most on one node is {most_per_node}. Use more nodes."
+        errors["gpus"] = _("No node has %(n)s GPUs; the most on one node is %(most)s. Use more nodes.") % {
+            "n": gpus_n,
+            "most": most_per_node,
+        }
     node_count = ready.values("node").distinct().count()
     if nodes_n is None or nodes_n < 1:
-        errors["nodes"] = "At least 1 node (a whole number)."
+        errors["nodes"] = _("At least 1 node (a whole number).")
     elif nodes_n > max(node_count, 1):
-        errors["nodes"] = f"The lab has {node_count} ready nodes; you asked for {nodes_n}."
+        errors["nodes"] = _("The lab has %(n)s ready nodes; you asked for %(asked)s.") % {
+            "n": node_count,
+            "asked": nodes_n,
+        }
     return gpus_n or 0, nodes_n or 0
 
 
@@ -193,17 +203,21 @@ def _check_reservation(
     number = _int(reservation_id)
     reservation = Reservation.objects.filter(pk=number).first() if number is not None else None
     if reservation is None:
-        errors["reservation"] = "No such reservation."
+        errors["reservation"] = _("No such reservation.")
         return None
     if not may_use_reservation(reservation, user, at=now):
         raise NotPermitted(not_yours(reservation), fields={"reservation": [not_yours(reservation)]})
     if not reservation.open_for_work(now):
-        errors["reservation"] = f"Reservation {reservation.pk} is {reservation.status_at(now)}, not open for jobs."
+        errors["reservation"] = _("Reservation %(id)s is %(status)s, not open for jobs.") % {
+            "id": reservation.pk,
+            "status": reservation.status_at(now),
+        }
     elif max_runtime_s and max(reservation.starts_at, now) + dt.timedelta(seconds=max_runtime_s) > reservation.ends_at:
         left = int((reservation.ends_at - max(reservation.starts_at, now)).total_seconds())
-        errors["max_runtime_s"] = (
-            f"It must fit inside reservation {reservation.pk}, which leaves {_duration(max(left, 0))}."
-        )
+        errors["max_runtime_s"] = _("It must fit inside reservation %(id)s, which leaves %(left)s.") % {
+            "id": reservation.pk,
+            "left": _duration(max(left, 0)),
+        }
     return reservation
 
 
@@ -250,9 +264,9 @@ def _check_storage(user: User, tier: str, size: Any, errors: dict[str, str]) -> 
 def _check_name(name: Any, errors: dict[str, str]) -> str:
     name = name.strip() if isinstance(name, str) else ""
     if not name:
-        errors["name"] = "Give the job a name."
+        errors["name"] = _("Give the job a name.")
     elif len(name) > 120:
-        errors["name"] = "At most 120 characters."
+        errors["name"] = _("At most 120 characters.")
     return name
 
 
@@ -261,7 +275,12 @@ def _check_runtime(max_runtime_s: Any, errors: dict[str, str]) -> int:
     runtime = _int(max_runtime_s)
     low, high = settings.JOBS_MIN_RUNTIME_S, settings.JOBS_MAX_RUNTIME_S
     if runtime is None or not low <= runtime <= high:
-        errors["max_runtime_s"] = f"Between {low} and {high} seconds ({_duration(low)} to {_duration(high)})."
+        errors["max_runtime_s"] = _("Between %(low)s and %(high)s seconds (%(low_text)s to %(high_text)s).") % {
+            "low": low,
+            "high": high,
+            "low_text": _duration(low),
+            "high_text": _duration(high),
+        }
         return 0
     return runtime
 
@@ -270,9 +289,9 @@ def _check_priority(priority: Any, user: User, errors: dict[str, str]) -> Any:
     """A priority class; high is for teachers and admins."""
     priority = priority or PriorityClass.NORMAL
     if priority not in PriorityClass.values:
-        errors["priority"] = f"One of {', '.join(PriorityClass.values)}."
+        errors["priority"] = _("One of %(values)s.") % {"values": ", ".join(PriorityClass.values)}
     elif priority == PriorityClass.HIGH and not (user.is_teacher or user.is_lab_admin):
-        errors["priority"] = "High priority is for teachers and admins; choose normal or low."
+        errors["priority"] = _("High priority is for teachers and admins; choose normal or low.")
     return priority
 
 
@@ -281,16 +300,16 @@ def _check_datasets(datasets: Any, user: User, errors: dict[str, str]) -> tuple[
     if datasets in (None, ""):
         return ()
     if not isinstance(datasets, list | tuple) or not all(isinstance(d, str) for d in datasets):
-        errors["datasets"] = "A list of dataset names."
+        errors["datasets"] = _("A list of dataset names.")
         return ()
     if len(datasets) > MAX_DATASETS:
-        errors["datasets"] = f"At most {MAX_DATASETS} datasets."
+        errors["datasets"] = _("At most %(n)d datasets.") % {"n": MAX_DATASETS}
         return ()
     names = tuple(dict.fromkeys(datasets))
     known = set(datasets_usable_by(user).filter(name__in=names).values_list("name", flat=True))
     unknown = [d for d in names if d not in known]
     if unknown:
-        errors["datasets"] = f"Unknown datasets: {', '.join(unknown)}."
+        errors["datasets"] = _("Unknown datasets: %(names)s.") % {"names": ", ".join(unknown)}
     return names
 
 
@@ -300,11 +319,11 @@ def _check_course(course: Any, user: User, chosen: Reservation | None, errors: d
         return chosen.course if chosen is not None and chosen.course_id else None
     course_row = courses_active_for(user).filter(code=course).first() if isinstance(course, str) else None
     if course_row is None and not user.is_lab_admin:
-        errors["course"] = "Not a course of yours that is in term."
+        errors["course"] = _("Not a course of yours that is in term.")
     elif course_row is None:
         course_row = Course.objects.filter(code=course).first() if isinstance(course, str) else None
         if course_row is None:
-            errors["course"] = "No such course."
+            errors["course"] = _("No such course.")
     return course_row
 
 
@@ -351,7 +370,10 @@ def validate_request(
         errors["idle_ok_reason"] = "A sentence of at most 300 characters."
     if errors:
         listed = ", ".join(sorted(errors))
-        raise InvalidInput(f"Please correct {listed}: " + " ".join(errors[k] for k in sorted(errors)), fields=errors)
+        sentences = " ".join(str(errors[k]) for k in sorted(errors))
+        raise InvalidInput(
+            _("Please correct %(fields)s: %(problems)s") % {"fields": listed, "problems": sentences}, fields=errors
+        )
     return JobRequest(
         name=name,
         image=image,

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import admin
+from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.audit_admin import AUDITED, Audited, AuditedModelAdmin
+from accounts.locale import fmt_number
 from labs.budgets.selectors import BudgetUse, budget_use
 from labs.budgets.services import BUDGET_FIELDS
 from labs.models.budgets import Budget
@@ -34,29 +38,29 @@ class BudgetAdmin(AuditedModelAdmin):
     autocomplete_fields = ["course", "user"]
     fieldsets = [
         (None, {"fields": ["name", "course", "user", "note"]}),
-        ("Period", {"fields": ["period", "starts_on", "ends_on"]}),
-        ("Amount and prices", {"fields": ["gpu_hours", "price_per_gpu_hour", "price_per_kwh"]}),
-        ("Alerts and the 100 % mark", {"fields": ["thresholds", "on_exceed"]}),
+        (gettext_lazy("Period"), {"fields": ["period", "starts_on", "ends_on"]}),
+        (gettext_lazy("Amount and prices"), {"fields": ["gpu_hours", "price_per_gpu_hour", "price_per_kwh"]}),
+        (gettext_lazy("Alerts and the 100 % mark"), {"fields": ["thresholds", "on_exceed"]}),
     ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("course", "user")
 
-    @admin.display(description="for")
+    @admin.display(description=gettext_lazy("for"))
     def scope(self, obj: Budget) -> str:
         return obj.scope_label
 
-    @admin.display(description="used this period")
+    @admin.display(description=gettext_lazy("used this period"))
     def used(self, obj: Budget) -> str:
         use = _use(obj)
         if use.period is None:
-            return "not in force"
-        return f"{use.used_gpu_hours:,.1f} GPU-h ({use.pct} %)"
+            return _("not in force")
+        return _("%(hours)s GPU-h (%(pct)s %%)") % {"hours": fmt_number(use.used_gpu_hours), "pct": use.pct}
 
-    @admin.display(description=f"cost ({settings.USAGE_CURRENCY})")
+    @admin.display(description=format_lazy("{} ({})", gettext_lazy("cost"), settings.USAGE_CURRENCY))
     def cost(self, obj: Budget) -> str:
         use = _use(obj)
-        return "—" if use.cost is None else f"{use.cost:,.2f}"
+        return "—" if use.cost is None else fmt_number(use.cost, 2)
 
 
 class BudgetAlertAdmin(admin.ModelAdmin):

@@ -4,6 +4,7 @@ delete. Thin: parse, call one selector or service, answer."""
 from __future__ import annotations
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
@@ -48,7 +49,7 @@ class BudgetIn(serializers.Serializer):
             return None
         course = Course.objects.filter(code=code).first()
         if course is None:
-            raise serializers.ValidationError(f"No course with code {code[:32]}.")
+            raise serializers.ValidationError(_("No course with code %(code)s.") % {"code": code[:32]})
         return course
 
     def validate_user(self, username):
@@ -56,7 +57,7 @@ class BudgetIn(serializers.Serializer):
             return None
         person = User.objects.named(username).first()  # whatever the case typed
         if person is None:
-            raise serializers.ValidationError(f"No user {username[:150]}.")
+            raise serializers.ValidationError(_("No user %(name)s.") % {"name": username[:150]})
         return person
 
 

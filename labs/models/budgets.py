@@ -42,7 +42,7 @@ class Budget(models.Model):
     each calendar month from `starts_on` (through `ends_on`, when given), starting afresh each month.
     """
 
-    name = models.CharField(max_length=120, help_text="Names the budget in alerts and refusals.")
+    name = models.CharField(max_length=120, help_text=gettext_lazy("Names the budget in alerts and refusals."))
     course = models.ForeignKey(
         "accounts.Course", on_delete=models.CASCADE, null=True, blank=True, related_name="budgets"
     )
@@ -51,14 +51,17 @@ class Budget(models.Model):
     )
     period = models.CharField(max_length=8, choices=BudgetPeriod.choices, default=BudgetPeriod.TERM)
     starts_on = models.DateField(
-        blank=True, help_text="First day it counts (the lab's time zone); blank: a course's term starts it."
+        blank=True,
+        help_text=gettext_lazy("First day it counts (the lab's time zone); blank: a course's term starts it."),
     )
-    ends_on = models.DateField(null=True, blank=True, help_text="Last day it counts; blank: monthly, no end.")
+    ends_on = models.DateField(
+        null=True, blank=True, help_text=gettext_lazy("Last day it counts; blank: monthly, no end.")
+    )
     gpu_hours = models.DecimalField(
         max_digits=10,
         decimal_places=1,
         validators=[MinValueValidator(Decimal("0.1")), MaxValueValidator(MAX_BUDGET_GPU_HOURS)],
-        help_text="GPU-hours per period (notebooks and jobs; a quarter GPU for 4 h is 1 GPU-hour).",
+        help_text=gettext_lazy("GPU-hours per period (notebooks and jobs; a quarter GPU for 4 h is 1 GPU-hour)."),
     )
     price_per_gpu_hour = models.DecimalField(
         max_digits=10,
@@ -66,7 +69,7 @@ class Budget(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(MAX_PRICE_PER_GPU_HOUR)],
-        help_text="In USAGE_CURRENCY; blank: no cost shown.",
+        help_text=gettext_lazy("In USAGE_CURRENCY; blank: no cost shown."),
     )
     price_per_kwh = models.DecimalField(
         max_digits=8,
@@ -74,10 +77,14 @@ class Budget(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(Decimal("0")), MaxValueValidator(MAX_PRICE_PER_KWH)],
-        help_text="Energy price in USAGE_CURRENCY; the energy is the GPUs' power from telemetry while held.",
+        help_text=gettext_lazy(
+            "Energy price in USAGE_CURRENCY; the energy is the GPUs' power from telemetry while held."
+        ),
     )
     thresholds = models.CharField(
-        max_length=40, blank=True, help_text="Alert at these percentages, e.g. 50,80,100; blank: the lab's default."
+        max_length=40,
+        blank=True,
+        help_text=gettext_lazy("Alert at these percentages, e.g. 50,80,100; blank: the lab's default."),
     )
     on_exceed = models.CharField(max_length=8, choices=BudgetAction.choices, default=BudgetAction.WARN)
     note = models.CharField(max_length=200, blank=True)
@@ -85,6 +92,8 @@ class Budget(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("budget")
+        verbose_name_plural = gettext_lazy("budgets")
         ordering = ["name", "id"]
         constraints = [
             models.CheckConstraint(
@@ -140,6 +149,8 @@ class BudgetAlert(models.Model):
     emails = models.PositiveIntegerField(default=0)
 
     class Meta:
+        verbose_name = gettext_lazy("budget alert")
+        verbose_name_plural = gettext_lazy("budget alerts")
         ordering = ["-sent_at", "-id"]
         constraints = [
             models.UniqueConstraint(

@@ -45,6 +45,8 @@ class Allocation(models.Model):
     reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("allocation")
+        verbose_name_plural = gettext_lazy("allocations")
         ordering = ["-starts_at"]
         indexes = [
             models.Index(fields=["user", "starts_at"], name="alloc_user_start"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 # Kubernetes node names are DNS-1123 subdomains; we keep to the label subset (no dots) for readability.
 node_name_validator = RegexValidator(
@@ -26,11 +26,15 @@ class Node(models.Model):
     status = models.CharField(max_length=16, choices=NodeStatus.choices, default=NodeStatus.READY, db_index=True)
     status_reason = models.CharField(max_length=200, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
-    source = models.CharField(max_length=16, default="local", help_text="Where the inventory learnt of this node.")
+    source = models.CharField(
+        max_length=16, default="local", help_text=gettext_lazy("Where the inventory learnt of this node.")
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("node")
+        verbose_name_plural = gettext_lazy("nodes")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -40,7 +44,7 @@ class Node(models.Model):
         if not isinstance(self.labels, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.labels.items()
         ):
-            raise ValidationError({"labels": "Labels are a mapping of text keys to text values."})
+            raise ValidationError({"labels": gettext("Labels are a mapping of text keys to text values.")})
 
 
 class Gpu(models.Model):
@@ -51,6 +55,8 @@ class Gpu(models.Model):
     memory_mb = models.PositiveIntegerField(validators=[MinValueValidator(1)])
 
     class Meta:
+        verbose_name = gettext_lazy("GPU")
+        verbose_name_plural = gettext_lazy("GPUs")
         ordering = ["node__name", "index"]
         constraints = [models.UniqueConstraint(fields=["node", "index"], name="gpu_index_unique_per_node")]
 

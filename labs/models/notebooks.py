@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 
 class NotebookProfile(models.Model):
@@ -19,47 +19,54 @@ class NotebookProfile(models.Model):
     teachers); admins see every active profile.
     """
 
-    slug = models.SlugField(max_length=40, unique=True, help_text="Short name scripts use, e.g. pytorch-quarter.")
+    slug = models.SlugField(
+        max_length=40, unique=True, help_text=gettext_lazy("Short name scripts use, e.g. pytorch-quarter.")
+    )
     name = models.CharField(max_length=80)
     description = models.CharField(max_length=300, blank=True)
     image = models.CharField(
-        max_length=300, help_text="Container image of the single-user server, from the lab's image allow-list."
+        max_length=300,
+        help_text=gettext_lazy("Container image of the single-user server, from the lab's image allow-list."),
     )
     gpu_share = models.DecimalField(
         max_digits=4,
         decimal_places=3,
         default=Decimal("0.25"),
         validators=[MinValueValidator(Decimal("0.05")), MaxValueValidator(Decimal("1"))],
-        help_text="Share of one RTX 4090 (1 = the whole GPU).",
+        help_text=gettext_lazy("Share of one RTX 4090 (1 = the whole GPU)."),
     )
     gpu_mem_mb = models.PositiveIntegerField(
         null=True,
         blank=True,
         validators=[MinValueValidator(256)],
-        help_text="GPU memory cap where the cluster runs a sharing plugin (HAMi); blank: the share of the memory.",
+        help_text=gettext_lazy(
+            "GPU memory cap where the cluster runs a sharing plugin (HAMi); blank: the share of the memory."
+        ),
     )
     cpu = models.DecimalField(
         max_digits=5,
         decimal_places=2,
         default=Decimal("2"),
         validators=[MinValueValidator(Decimal("0.1")), MaxValueValidator(Decimal("64"))],
-        help_text="CPU cores.",
+        help_text=gettext_lazy("CPU cores."),
     )
     memory_gb = models.DecimalField(
         max_digits=6,
         decimal_places=2,
         default=Decimal("8"),
         validators=[MinValueValidator(Decimal("0.25")), MaxValueValidator(Decimal("256"))],
-        help_text="Memory in GB.",
+        help_text=gettext_lazy("Memory in GB."),
     )
     max_session_h = models.DecimalField(
         max_digits=5,
         decimal_places=2,
         default=Decimal("4"),
         validators=[MinValueValidator(Decimal("0.25")), MaxValueValidator(Decimal("72"))],
-        help_text="Longest session before it must be extended, in hours.",
+        help_text=gettext_lazy("Longest session before it must be extended, in hours."),
     )
-    roles = models.JSONField(default=list, blank=True, help_text='Roles offered this profile, e.g. ["student"].')
+    roles = models.JSONField(
+        default=list, blank=True, help_text=gettext_lazy('Roles offered this profile, e.g. ["student"].')
+    )
     courses = models.ManyToManyField("accounts.Course", blank=True, related_name="notebook_profiles")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -69,6 +76,8 @@ class NotebookProfile(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("notebook profile")
+        verbose_name_plural = gettext_lazy("notebook profiles")
         ordering = ["gpu_share", "name"]
 
     def __str__(self) -> str:
@@ -80,7 +89,7 @@ class NotebookProfile(models.Model):
 
         problems = profile_problems(self)
         if not isinstance(self.roles, list) or not all(role in Role.values for role in self.roles):
-            problems["roles"] = f"Roles are a list of {', '.join(Role.values)}."
+            problems["roles"] = gettext("Roles are a list of %(roles)s.") % {"roles": ", ".join(Role.values)}
         if problems:
             raise ValidationError(problems)
 
@@ -120,13 +129,17 @@ class NotebookSession(models.Model):
     hub_user = models.CharField(max_length=150)
     node = models.CharField(max_length=63, blank=True)
     gpu_index = models.PositiveSmallIntegerField(null=True, blank=True)
-    url = models.CharField(max_length=500, blank=True, help_text="Where it opens, through the hub's proxy.")
+    url = models.CharField(
+        max_length=500, blank=True, help_text=gettext_lazy("Where it opens, through the hub's proxy.")
+    )
     start_attempts = models.PositiveSmallIntegerField(default=0)
     requested_at = models.DateTimeField(default=timezone.now)
     starting_at = models.DateTimeField(null=True, blank=True)
     ready_at = models.DateTimeField(null=True, blank=True)
-    ends_at = models.DateTimeField(null=True, blank=True, help_text="When the session length runs out.")
-    must_end_by = models.DateTimeField(null=True, blank=True, help_text="A reservation takes its node then.")
+    ends_at = models.DateTimeField(null=True, blank=True, help_text=gettext_lazy("When the session length runs out."))
+    must_end_by = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("A reservation takes its node then.")
+    )
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     stopped_at = models.DateTimeField(null=True, blank=True)
     stopped_by = models.ForeignKey(
@@ -147,6 +160,8 @@ class NotebookSession(models.Model):
     )
 
     class Meta:
+        verbose_name = gettext_lazy("notebook session")
+        verbose_name_plural = gettext_lazy("notebook sessions")
         ordering = ["-requested_at", "-id"]
         indexes = [
             models.Index(fields=["status", "requested_at", "id"], name="notebook_queue_order"),

@@ -33,7 +33,10 @@ class Reservation(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reservations")
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", help_text="Differs when an admin booked."
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text=gettext_lazy("Differs when an admin booked."),
     )
     course = models.ForeignKey(
         "accounts.Course", on_delete=models.SET_NULL, null=True, blank=True, related_name="reservations"
@@ -52,7 +55,9 @@ class Reservation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    warned_at = models.DateTimeField(null=True, blank=True, help_text="When people on the nodes were told.")
+    warned_at = models.DateTimeField(
+        null=True, blank=True, help_text=gettext_lazy("When people on the nodes were told.")
+    )
     # Warm the lab before class (labs/notebooks/prewarm.py): the course's notebook profile, whose image is pre-pulled
     # on the reserved nodes NOTEBOOKS_PREWARM_MIN ahead, and how many placeholder servers are started for its students.
     notebook_profile = models.ForeignKey(
@@ -63,6 +68,8 @@ class Reservation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = gettext_lazy("reservation")
+        verbose_name_plural = gettext_lazy("reservations")
         ordering = ["starts_at", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(ends_at__gt=F("starts_at")), name="reservation_ends_after_start"),

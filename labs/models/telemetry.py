@@ -17,7 +17,7 @@ class GpuMinute(models.Model):
     """
 
     gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="minutes")
-    minute = models.DateTimeField(help_text="The minute's start (UTC).")
+    minute = models.DateTimeField(help_text=gettext_lazy("The minute's start (UTC)."))
     samples = models.PositiveIntegerField()
     util_avg = models.FloatField(null=True)
     util_max = models.FloatField(null=True)
@@ -43,7 +43,7 @@ class NodeAgentToken(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="agent_tokens")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(
-        max_length=16, editable=False, help_text="The key's first characters, to tell keys apart."
+        max_length=16, editable=False, help_text=gettext_lazy("The key's first characters, to tell keys apart.")
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", editable=False
@@ -53,6 +53,8 @@ class NodeAgentToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = gettext_lazy("node agent token")
+        verbose_name_plural = gettext_lazy("node agent tokens")
         ordering = ["node__name", "-created_at"]
 
     def __str__(self) -> str:
@@ -73,7 +75,7 @@ class GpuAlert(models.Model):
 
     gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="alerts")
     kind = models.CharField(max_length=16, choices=GpuAlertKind.choices)
-    value = models.FloatField(help_text="The worst reading: degrees, or the Xid code.")
+    value = models.FloatField(help_text=gettext_lazy("The worst reading: degrees, or the Xid code."))
     threshold = models.FloatField()
     message = models.CharField(max_length=300)
     raised_at = models.DateTimeField()
@@ -85,6 +87,8 @@ class GpuAlert(models.Model):
     acknowledged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = gettext_lazy("GPU alert")
+        verbose_name_plural = gettext_lazy("GPU alerts")
         ordering = ["-raised_at"]
         constraints = [
             # The collector updates the one open alert of a kind rather than raising a new one every second.

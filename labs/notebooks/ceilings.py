@@ -11,6 +11,8 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from labs.images import image_problem
 from labs.inventory import RTX_4090_MEMORY_MB
@@ -30,9 +32,9 @@ def _number(value: Decimal) -> str:
 def profile_ceilings() -> dict[str, tuple[Decimal, str]]:
     """Each capped field, its ceiling, and what the ceiling counts."""
     return {
-        "cpu": (Decimal(settings.NOTEBOOKS_MAX_CPU), "CPU cores"),
-        "memory_gb": (Decimal(settings.NOTEBOOKS_MAX_MEMORY_GB), "GB of memory"),
-        "max_session_h": (Decimal(settings.NOTEBOOKS_MAX_SESSION_H), "hours per session"),
+        "cpu": (Decimal(settings.NOTEBOOKS_MAX_CPU), gettext_lazy("CPU cores")),
+        "memory_gb": (Decimal(settings.NOTEBOOKS_MAX_MEMORY_GB), gettext_lazy("GB of memory")),
+        "max_session_h": (Decimal(settings.NOTEBOOKS_MAX_SESSION_H), gettext_lazy("hours per session")),
     }
 
 
@@ -45,16 +47,16 @@ def profile_problems(profile) -> dict[str, str]:
     for field, (ceiling, unit) in profile_ceilings().items():
         value = _decimal(getattr(profile, field))
         if value is not None and value > ceiling:
-            problems[field] = (
-                f"At most {_number(ceiling)} {unit}, the lab's ceiling for a notebook; this asks for {_number(value)}."
-            )
+            problems[field] = _(
+                "At most %(most)s %(unit)s, the lab's ceiling for a notebook; this asks for %(value)s."
+            ) % {"most": _number(ceiling), "unit": unit, "value": _number(value)}
     # The GPU share: a memory cap above the share's part of the GPU would take memory from the others on it.
     share, cap = _decimal(profile.gpu_share), _decimal(profile.gpu_mem_mb)
     if share is not None and cap is not None and Decimal(0) < share <= 1:
         most = int(share * RTX_4090_MEMORY_MB)
         if cap > most:
-            problems["gpu_mem_mb"] = (
-                f"At most {most} MB, the profile's share ({_number(share)}) of the GPU's {RTX_4090_MEMORY_MB} MB;"
-                f" this asks for {_number(cap)}."
-            )
+            problems["gpu_mem_mb"] = _(
+                "At most %(most)s MB, the profile's share (%(share)s) of the GPU's %(total)s MB;"
+                " this asks for %(value)s."
+            ) % {"most": most, "share": _number(share), "total": RTX_4090_MEMORY_MB, "value": _number(cap)}
     return problems

@@ -17,7 +17,10 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
+from accounts.locale import said_to, speaking
 from accounts.selectors import course_ids_active_for
 from accounts.services import notice_send
 from labs.coursework.services import handouts_deliver_to
@@ -33,14 +36,19 @@ from labs.placement import Claim, NoCapacity, allocate
 
 log = logging.getLogger(__name__)
 
-HUB_DOWN = (
+HUB_DOWN = gettext_lazy(
     "The notebook service is not answering right now. You keep your place in the queue;"
     " your notebook starts by itself when the service is back."
 )
-HUB_BUSY = "The notebook service is busy starting other notebooks; yours is next in line and starts by itself."
-START_FAILED = (
-    "Your notebook could not start: {why}. Its GPU is released and nothing more is counted."
+HUB_BUSY = gettext_lazy(
+    "The notebook service is busy starting other notebooks; yours is next in line and starts by itself."
+)
+START_FAILED = gettext_lazy(
+    "Your notebook could not start: %(why)s. Its GPU is released and nothing more is counted."
     " Press Start to try again, or pick a smaller profile; if it keeps failing, tell the lab admins."
+)
+NOT_READY_AFTER = ngettext_lazy(
+    "it was not ready after %(minutes)d minute", "it was not ready after %(minutes)d minutes", "minutes"
 )
 
 
@@ -82,7 +90,11 @@ def notebooks_pass(
             raise
         report.hub_down = True
         log.warning("notebooks pass: %s", exc)
-        NotebookSession.objects.filter(status=NotebookStatus.QUEUED).exclude(reason=HUB_DOWN).update(reason=HUB_DOWN)
+        queued = NotebookSession.objects.filter(status=NotebookStatus.QUEUED).select_related("user")
+        for session in queued:
+            down = said_to(session.user, HUB_DOWN)
+            if session.reason != down:
+                NotebookSession.objects.filter(pk=session.pk).update(reason=down)
     report.queued = NotebookSession.objects.filter(status=NotebookStatus.QUEUED).count()
     report.starting = NotebookSession.objects.filter(status=NotebookStatus.STARTING).count()
     return report
@@ -119,7 +131,10 @@ def _follow_starting(
             # The hub no longer has it: the spawn failed (the hub logs why).
             with transaction.atomic():
                 session_finish(
-                    session, NotebookStatus.FAILED, START_FAILED.format(why="the server did not come up"), now=now
+                    session,
+                    NotebookStatus.FAILED,
+                    said_to(session.user, START_FAILED, why=gettext_lazy("the server did not come up")),
+                    now=now,
                 )
             notice_send(user=session.user, level="warning", text=session.reason, ref=f"{session.ref}:failed")
             report.failed += 1
@@ -130,8 +145,8 @@ def _follow_starting(
             except HubError as exc:
                 log.warning("could not stop the timed-out spawn %s: %s", session.server_name, exc)
             with transaction.atomic():
-                why = f"it was not ready after {minutes} minute{'s' if minutes != 1 else ''}"
-                session_finish(session, NotebookStatus.FAILED, START_FAILED.format(why=why), now=now)
+                why = said_to(session.user, NOT_READY_AFTER, minutes=minutes)
+                session_finish(session, NotebookStatus.FAILED, said_to(session.user, START_FAILED, why=why), now=now)
             notice_send(user=session.user, level="warning", text=session.reason, ref=f"{session.ref}:failed")
             report.failed += 1
 
@@ -198,9 +213,12 @@ def _place(session: NotebookSession, now: dt.datetime) -> tuple[NotebookSession,
         row.ends_at = ends_at
         row.must_end_by = placement.must_end_by
         row.start_attempts += 1
-        row.reason = f"Starting on {gpu.node.name}."
+        row.reason = said_to(row.user, gettext_lazy("Starting on %(node)s."), node=gpu.node.name)
         if placement.must_end_by is not None:
-            row.reason += f" It must end by {at_local(placement.must_end_by)}: the node is reserved then."
+            with speaking(row.user):
+                row.reason += " " + _("It must end by %(at)s: the node is reserved then.") % {
+                    "at": at_local(placement.must_end_by)
+                }
         row.save(
             update_fields=[
                 "status",
@@ -253,8 +271,9 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
         if key in blocked_at and share >= blocked_at[key]:
             continue
         if slots <= 0:
-            if session.reason != HUB_BUSY:
-                NotebookSession.objects.filter(pk=session.pk).update(reason=HUB_BUSY)
+            busy = said_to(session.user, HUB_BUSY)
+            if session.reason != busy:
+                NotebookSession.objects.filter(pk=session.pk).update(reason=busy)
             continue
         taken = placeholder_take(session, now)
         if taken is not None:
@@ -265,10 +284,11 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
         else:
             placed = None
         try:
-            placed = placed or _place(session, now)
+            with speaking(session.user):  # why it cannot be placed, in the owner's language
+                placed = placed or _place(session, now)
         except NoCapacity as exc:
             blocked_at[key] = share
-            why = f"Waiting for a GPU: {exc.message}"[:300]
+            why = said_to(session.user, gettext_lazy("Waiting for a GPU: %(why)s"), why=exc.message)[:300]
             NotebookSession.objects.filter(pk=session.pk).exclude(reason=why).update(reason=why)
             continue
         if placed is None:
@@ -280,15 +300,18 @@ def _start_queued(client: HubClient, report: PassReport, now: dt.datetime) -> No
             client.start(row.hub_user, row.server_name, options)
         except HubError as exc:
             if exc.retryable and exc.status == 429:
-                _requeue(row, HUB_BUSY)  # the hub's own spawn limit: try again on the next pass
+                _requeue(row, said_to(row.user, HUB_BUSY))  # the hub's own spawn limit: try again on the next pass
                 return
             if exc.retryable:
-                _requeue(row, HUB_DOWN)
+                _requeue(row, said_to(row.user, HUB_DOWN))
                 raise
             log.error("the hub refused to start %s: %s", row.server_name, exc)
             with transaction.atomic():
                 session_finish(
-                    row, NotebookStatus.FAILED, START_FAILED.format(why="the notebook service refused it"), now=now
+                    row,
+                    NotebookStatus.FAILED,
+                    said_to(row.user, START_FAILED, why=gettext_lazy("the notebook service refused it")),
+                    now=now,
                 )
             report.failed += 1
             continue

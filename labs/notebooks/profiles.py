@@ -12,6 +12,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from accounts.errors import InvalidInput, NotFound
 from accounts.models import Course, User
@@ -40,13 +41,13 @@ def _editable(user: User, profile_id: int) -> NotebookProfile:
     # Locked: two people saving the same profile at once leave one whole version, never a mix.
     profile = profiles_editable_by(user).select_for_update().filter(pk=profile_id).first()
     if profile is None:
-        raise NotFound("No such profile.")
+        raise NotFound(_("No such profile."))
     return profile
 
 
 def _invalid(exc: ValidationError) -> InvalidInput:
     fields = {name: " ".join(str(m) for m in messages) for name, messages in exc.message_dict.items()}
-    first = next(iter(fields.values()), "Check the profile's fields.")
+    first = next(iter(fields.values()), _("Check the profile's fields."))
     return InvalidInput(first, fields=fields)
 
 
@@ -80,15 +81,16 @@ def profile_save(
             # Teachers: their own courses only, and no whole role; what an admin set stays as it was.
             if roles != sorted(set(row.roles or ())):
                 raise InvalidInput(
-                    "Only admins offer a profile to a whole role; attach it to the courses you teach.",
-                    fields={"roles": "Only admins may change this."},
+                    _("Only admins offer a profile to a whole role; attach it to the courses you teach."),
+                    fields={"roles": _("Only admins may change this.")},
                 )
             taught = set(Course.objects.filter(teachers=user).values_list("pk", flat=True))
             foreign = sorted(course.code for course in courses if course.pk not in taught)
             if foreign:
                 raise InvalidInput(
-                    f"You can offer a profile only to courses you teach, not {', '.join(foreign)}.",
-                    fields={"courses": "Only courses you teach."},
+                    _("You can offer a profile only to courses you teach, not %(codes)s.")
+                    % {"codes": ", ".join(foreign)},
+                    fields={"courses": _("Only courses you teach.")},
                 )
             if row.pk is not None:
                 kept_courses = list(row.courses.exclude(pk__in=taught))

@@ -16,10 +16,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop, ngettext
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
-from accounts.locale import speaking
+from accounts.locale import said_to, speaking
 from accounts.models import Course, User
 from accounts.permissions import require_owner_or_admin
 from accounts.ratelimit import rate_limit_hit
@@ -64,15 +64,22 @@ def notebook_request(*, user: User, profile: str, now: dt.datetime | None = None
         # Saved before a ceiling was lowered or its image rule removed (or written around the checks): not started.
         field, why = next(iter(problems.items()))
         raise InvalidInput(
-            f"“{chosen.name}” is outside the lab's limits and cannot start: {why} Ask whoever keeps the profile"
-            " to fix it, or pick another one.",
+            _(
+                "“%(name)s” is outside the lab's limits and cannot start: %(why)s Ask whoever keeps the profile to"
+                " fix it, or pick another one."
+            )
+            % {"name": chosen.name, "why": why},
             fields={"profile": f"{field}: {why}"},
         )
     quota = effective_quota(user)
     if chosen.gpu_share > quota.notebook_gpu_share:
         raise QuotaExceeded(
-            f"“{chosen.name}” takes {share_text(chosen.gpu_share)} of a GPU;"
-            f" your quota allows {share_text(quota.notebook_gpu_share)}.",
+            _("“%(name)s” takes %(share)s of a GPU; your quota allows %(allowed)s.")
+            % {
+                "name": chosen.name,
+                "share": share_text(chosen.gpu_share),
+                "allowed": share_text(quota.notebook_gpu_share),
+            },
             limit="notebook_gpu_share",
             used=float(chosen.gpu_share),
             allowed=float(quota.notebook_gpu_share),
@@ -195,8 +202,11 @@ def notebook_extend(*, user: User, session: NotebookSession, now: dt.datetime | 
             row.end_warned_at = None
         elif row.must_end_by is not None and row.ends_at and row.ends_at >= row.must_end_by:
             raise Conflict(
-                f"{row.node} is reserved from {at_local(row.must_end_by)}; your notebook must end then."
-                " Save your work and start a new one after that."
+                _(
+                    "%(node)s is reserved from %(at)s; your notebook must end then. Save your work and start a new"
+                    " one after that."
+                )
+                % {"node": row.node, "at": at_local(row.must_end_by)}
             )
         row.kept_at = now
         row.idle_warned_at = None
@@ -234,7 +244,7 @@ def session_ask_stop(session: NotebookSession, reason: str, *, now: dt.datetime,
     enqueue.pass_soon()
 
 
-SERVER_GONE = (
+SERVER_GONE = gettext_lazy(
     "Your notebook server stopped outside the portal (it may have run out of memory, or was stopped in the hub)."
     " Its GPU is released. Start a new one when you are ready."
 )
@@ -254,8 +264,9 @@ def notebook_server_gone(*, session: NotebookSession, now: dt.datetime | None = 
         )
         if locked is None:
             return False
-        session_finish(locked, NotebookStatus.STOPPED, SERVER_GONE, now=now)
-        notice_send(user=locked.user, level="warning", text=SERVER_GONE, ref=f"{locked.ref}:gone")
+        gone = said_to(locked.user, SERVER_GONE)  # stored and told in the owner's language
+        session_finish(locked, NotebookStatus.STOPPED, gone, now=now)
+        notice_send(user=locked.user, level="warning", text=gone, ref=f"{locked.ref}:gone")
     session.status, session.reason, session.stopped_at = locked.status, locked.reason, locked.stopped_at
     return True
 

@@ -14,7 +14,9 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext as _
 
+from accounts.locale import speaking
 from accounts.notify import PORTAL, notify
 from accounts.selectors import effective_quota
 from accounts.services import notice_send
@@ -83,13 +85,13 @@ def _session_length(session: NotebookSession, now: dt.datetime, report: UpkeepRe
     if session.ends_at is None:
         return None
     if now >= session.ends_at:
-        return "Stopped at the end of its session. Start a new one to go on."
+        return _("Stopped at the end of its session. Start a new one to go on.")
     if now >= session.ends_at - dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN) and session.end_warned_at is None:
         told = notice_send(
             user=session.user,
             level="warning",
-            text=f"Your notebook “{session.profile.name}” ends at {at_local(session.ends_at)}."
-            " Extend it from the Notebooks page if you need longer.",
+            text=_("Your notebook “%(name)s” ends at %(at)s. Extend it from the Notebooks page if you need longer.")
+            % {"name": session.profile.name, "at": at_local(session.ends_at)},
             ref=f"{session.ref}:ends:{int(session.ends_at.timestamp())}",
         )
         if told:  # the portal notice above is the in-portal channel; e-mail and chat as the person chose
@@ -111,10 +113,9 @@ def _idle(session: NotebookSession, now: dt.datetime, report: UpkeepReport, chan
     marks = [m for m in (session.ready_at, session.last_activity_at, session.gpu_busy_at, session.kept_at) if m]
     idle_since = max(marks) if marks else now
     if now - idle_since >= idle_after:
-        return (
-            f"Stopped after {settings.NOTEBOOKS_IDLE_MIN} minutes idle: no activity in the notebook and its"
-            f" GPU under {settings.NOTEBOOKS_IDLE_GPU_PCT} %."
-        )
+        return _(
+            "Stopped after %(minutes)s minutes idle: no activity in the notebook and its GPU under %(pct)s %%."
+        ) % {"minutes": settings.NOTEBOOKS_IDLE_MIN, "pct": settings.NOTEBOOKS_IDLE_GPU_PCT}
     warn_ahead = dt.timedelta(minutes=settings.NOTEBOOKS_WARN_MIN)
     if now - idle_since >= idle_after - warn_ahead and (
         session.idle_warned_at is None or session.idle_warned_at < idle_since
@@ -122,8 +123,11 @@ def _idle(session: NotebookSession, now: dt.datetime, report: UpkeepReport, chan
         told = notice_send(
             user=session.user,
             level="warning",
-            text=f"Your notebook “{session.profile.name}” looks idle and will be stopped at"
-            f" {at_local(idle_since + idle_after)}. Press Keep running on the Notebooks page to keep it.",
+            text=_(
+                "Your notebook “%(name)s” looks idle and will be stopped at %(at)s. Press Keep running on the"
+                " Notebooks page to keep it."
+            )
+            % {"name": session.profile.name, "at": at_local(idle_since + idle_after)},
             ref=f"{session.ref}:idle:{int(idle_since.timestamp())}",
         )
         if told:
@@ -148,8 +152,11 @@ def _weekly_hours(
         report.warned += notice_send(
             user=session.user,
             level="warning",
-            text=f"You have used {hours_text(used)} of your {hours_text(allowed)} GPU-hours this week."
-            " At the limit, running notebooks are stopped.",
+            text=_(
+                "You have used %(used)s of your %(allowed)s GPU-hours this week. At the limit, running notebooks"
+                " are stopped."
+            )
+            % {"used": hours_text(used), "allowed": hours_text(allowed)},
             ref=f"quota-warn:{week.start}",
         )
     if used < allowed:
@@ -161,12 +168,14 @@ def _weekly_hours(
         report.warned += notice_send(
             user=session.user,
             level="warning",
-            text=f"Your GPU-hours for this week are used up. Your notebook “{session.profile.name}”"
-            f" stops at {at_local(now + grace)}: save your work.",
+            text=_(
+                "Your GPU-hours for this week are used up. Your notebook “%(name)s” stops at %(at)s: save your work."
+            )
+            % {"name": session.profile.name, "at": at_local(now + grace)},
             ref=f"{session.ref}:quota:{week.start}",
         )
     if now - session.quota_over_at >= grace:
-        return "Stopped: your GPU-hours for this week are used up. They come back on Monday."
+        return _("Stopped: your GPU-hours for this week are used up. They come back on Monday.")
     return None
 
 
@@ -184,11 +193,12 @@ def notebooks_upkeep(*, servers: dict[tuple[str, str], ServerState], now: dt.dat
             report.stopped += notebook_server_gone(session=session, now=now)
             continue
         changed = _note_activity(session, state, utils, now)
-        stop_reason = (
-            _session_length(session, now, report, changed)
-            or _idle(session, now, report, changed)
-            or _weekly_hours(session, week, now, report, changed)
-        )
+        with speaking(session.user):  # the notices, and the reason the pages show, in the owner's language
+            stop_reason = (
+                _session_length(session, now, report, changed)
+                or _idle(session, now, report, changed)
+                or _weekly_hours(session, week, now, report, changed)
+            )
         if changed:
             session.save(update_fields=changed)
         if stop_reason is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from django.utils import timezone
+from django.utils import formats, timezone
+
+from accounts.locale import fmt_number
 
 
 def at_local(moment: dt.datetime) -> str:
-    """Mon 14:30, in the lab's time zone."""
-    return timezone.localtime(moment).strftime("%a %H:%M")
+    """Mon 14:30 (seg 14:30), in the lab's time zone and the active language."""
+    return formats.date_format(timezone.localtime(moment), "D H:i")
 
 
 def share_text(value: Decimal) -> str:
@@ -19,5 +21,5 @@ def share_text(value: Decimal) -> str:
 
 
 def hours_text(value: Decimal | float) -> str:
-    """GPU-hours to one decimal: 4 -> 4.0."""
-    return f"{Decimal(value).quantize(Decimal('0.1'))}"
+    """GPU-hours to one decimal, as the active language writes them: 4 -> 4.0 (4,0)."""
+    return fmt_number(Decimal(value).quantize(Decimal("0.1")), 1)

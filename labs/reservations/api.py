@@ -6,6 +6,7 @@ import datetime as dt
 
 from django.utils import timezone
 from django.utils.text import format_lazy
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -66,13 +67,13 @@ class ReservationIn(serializers.Serializer):
             return None
         course = Course.objects.filter(code=code).first()
         if course is None:
-            raise serializers.ValidationError(f"No course with code {code}.")
+            raise serializers.ValidationError(_("No course with code %(code)s.") % {"code": code})
         return course
 
     def validate_owner(self, username):
         owner = User.objects.named(username).first()  # whatever the case typed
         if owner is None:
-            raise serializers.ValidationError(f"No user {username}.")
+            raise serializers.ValidationError(_("No user %(name)s.") % {"name": username})
         return owner
 
 
@@ -118,7 +119,7 @@ class WindowQuery(serializers.Serializer):
 
     def validate(self, data):
         # DRF reads a blank optional parameter as absent; `?to=` is more likely a script's mistake: say so.
-        blank = {name: ["Give an ISO time, or leave the parameter out."] for name in ("from", "to")}
+        blank = {name: [_("Give an ISO time, or leave the parameter out.")] for name in ("from", "to")}
         blank = {name: why for name, why in blank.items() if self.initial_data.get(name) == ""}
         if blank:
             raise serializers.ValidationError(blank)
@@ -145,9 +146,11 @@ class ReservationListApi(APIView):
         start = query.validated_data.get("from") or timezone.now()
         end = query.validated_data.get("to") or start + dt.timedelta(days=14)
         if end <= start:
-            raise serializers.ValidationError({"to": ["Must be after from."]})
+            raise serializers.ValidationError({"to": [_("Must be after from.")]})
         if end - start > dt.timedelta(days=MAX_LIST_DAYS):
-            raise serializers.ValidationError({"to": [f"Ask for at most {MAX_LIST_DAYS} days at a time."]})
+            raise serializers.ValidationError(
+                {"to": [_("Ask for at most %(n)s days at a time.") % {"n": MAX_LIST_DAYS}]}
+            )
         reservations = reservations_visible_to(request.user).filter(starts_at__lt=end, ends_at__gt=start)
         return Response(ReservationOut(reservations, many=True).data)
 
@@ -233,9 +236,9 @@ class AvailabilityQuery(serializers.Serializer):
 
     def validate(self, data):
         if data["ends_at"] <= data["starts_at"]:
-            raise serializers.ValidationError({"ends_at": ["Must be after starts_at."]})
+            raise serializers.ValidationError({"ends_at": [_("Must be after starts_at.")]})
         if data["ends_at"] - data["starts_at"] > dt.timedelta(days=31):
-            raise serializers.ValidationError({"ends_at": ["Ask about at most 31 days at a time."]})
+            raise serializers.ValidationError({"ends_at": [_("Ask about at most 31 days at a time.")]})
         return data
 
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
 from accounts.errors import Conflict
 from labs.maintenance.selectors import maintenance_windows
 from labs.models import Node, NodeStatus, ReservationNode
@@ -76,13 +79,20 @@ def conflict(
     taken = sorted({row.node.name for row in rows})
     if node_ids is None:
         free = len(free_nodes(starts_at, ends_at))
-        message = f"Only {free} node{'' if free == 1 else 's'} {'is' if free == 1 else 'are'} free in that window;"
-        message += f" you asked for {count}."
+        message = ngettext(
+            "Only %(free)s node is free in that window; you asked for %(count)s.",
+            "Only %(free)s nodes are free in that window; you asked for %(count)s.",
+            free,
+        ) % {"free": free, "count": count}
     else:
-        message = (
-            f"{len(taken)} of the nodes {'is' if len(taken) == 1 else 'are'} already booked in that window"
-            f" ({', '.join(taken[:6])}{'…' if len(taken) > 6 else ''})."
-        )
+        names = ", ".join(taken[:6]) + ("…" if len(taken) > 6 else "")
+        message = ngettext(
+            "%(n)s of the nodes is already booked in that window (%(names)s).",
+            "%(n)s of the nodes are already booked in that window (%(names)s).",
+            len(taken),
+        ) % {"n": len(taken), "names": names}
     if fit:
-        message += f" The earliest window that fits starts {when(dt.datetime.fromisoformat(fit['starts_at']))}."
+        message += " " + _("The earliest window that fits starts %(at)s.") % {
+            "at": when(dt.datetime.fromisoformat(fit["starts_at"]))
+        }
     return ReservationConflict(message, conflicts=conflicts, earliest_fit=fit)

@@ -13,11 +13,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from accounts import audit
 from accounts.errors import Conflict, InvalidInput
-from accounts.locale import speaking
+from accounts.locale import said_to, speaking
 from accounts.models import Course, User
 from accounts.notify import PORTAL, notify
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
@@ -31,6 +31,8 @@ from labs.reservations.availability import conflict, free_nodes
 from labs.reservations.node_request import NodeRequest
 from labs.reservations.policy import ONE_HOUR, check_people, check_week, check_window, resolve_nodes
 from labs.reservations.wording import when
+
+WAITING_FOR_APPROVAL = gettext_lazy("Waiting for an admin's approval.")
 
 
 def _insert(reservation: Reservation, nodes: list[Node]) -> None:
@@ -98,7 +100,7 @@ def _book_one(
                     status=status,
                     requested=request.kind,
                     series=series,
-                    status_reason="" if status == ReservationStatus.APPROVED else "Waiting for an admin's approval.",
+                    status_reason="" if status == ReservationStatus.APPROVED else said_to(owner, WAITING_FOR_APPROVAL),
                 )
                 _insert(reservation, nodes)
             return reservation
@@ -135,7 +137,7 @@ def reservation_create(
     limits = effective_quota(owner)
     title = title.strip()
     if not title:
-        raise InvalidInput("Give the reservation a title people will recognise.", fields={"title": "Required."})
+        raise InvalidInput(_("Give the reservation a title people will recognise."), fields={"title": _("Required.")})
 
     windows = _weekly_windows(starts_at, ends_at, repeat_weekly_until)
     for window_start, window_end in windows:
@@ -181,7 +183,7 @@ def _weekly_windows(
     local_start, local_end = timezone.localtime(starts_at), timezone.localtime(ends_at)
     if until < local_start.date():
         raise InvalidInput(
-            "Repeat until a date after the first session.", fields={"repeat_weekly_until": "Before the start."}
+            _("Repeat until a date after the first session."), fields={"repeat_weekly_until": _("Before the start.")}
         )
     windows = []
     week = 0
@@ -195,17 +197,26 @@ def _weekly_windows(
         week += 1
         if week > 60:
             raise InvalidInput(
-                "A weekly series may have at most 60 sessions.", fields={"repeat_weekly_until": "Too far."}
+                _("A weekly series may have at most 60 sessions."), fields={"repeat_weekly_until": _("Too far.")}
             )
     return windows
 
 
 def _tell_admins_pending(reservation: Reservation, count: int) -> None:
     for admin in lab_admins():
+        with speaking(admin):
+            text = _(
+                "%(owner)s asks for %(count)s nodes (%(title)s, %(at)s): approve or reject it under Reservations →"
+                " Approvals."
+            ) % {
+                "owner": reservation.owner,
+                "count": count,
+                "title": reservation.title,
+                "at": when(reservation.starts_at),
+            }
         notice_send(
             user=admin,
-            text=f"{reservation.owner} asks for {count} nodes ({reservation.title}, {when(reservation.starts_at)}):"
-            " approve or reject it under Reservations → Approvals.",
+            text=text,
             ref=f"reservation:{reservation.pk}:pending",
         )
 

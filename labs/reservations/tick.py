@@ -11,7 +11,10 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from accounts.locale import said_to, speaking
 from accounts.notify import PORTAL, notify
 from accounts.services import notice_send
 from labs.ledger import GpuShare, Ref, allocation_open, allocations_close, is_entered
@@ -38,12 +41,22 @@ def _foreign_allocations(reservation: Reservation):
 def _warn(reservation: Reservation, now: dt.datetime) -> int:
     told = 0
     for allocation in _foreign_allocations(reservation):
-        what = "notebook" if allocation.kind == AllocationKind.NOTEBOOK else "job"
+        with speaking(allocation.user):
+            text = (
+                _(
+                    "Your notebook on %(node)s will be stopped at %(at)s: the node is reserved for a class then. Save"
+                    " your work, and start again after that time on a free node."
+                )
+                if allocation.kind == AllocationKind.NOTEBOOK
+                else _(
+                    "Your job on %(node)s will be stopped at %(at)s: the node is reserved for a class then. Save"
+                    " your work, and start again after that time on a free node."
+                )
+            ) % {"node": allocation.gpu.node.name, "at": when(reservation.starts_at)}
         told += notice_send(
             user=allocation.user,
             level="warning",
-            text=f"Your {what} on {allocation.gpu.node.name} will be stopped at {when(reservation.starts_at)}:"
-            " the node is reserved for a class then. Save your work, and start again after that time on a free node.",
+            text=text,
             ref=f"{allocation.ref}:evict:{reservation.pk}:warned",
         )
     Reservation.objects.filter(pk=reservation.pk).update(warned_at=now)
@@ -55,17 +68,21 @@ def _activate(reservation: Reservation, now: dt.datetime) -> int:
     evicted = []
     for allocation in _foreign_allocations(reservation):
         evicted.append(allocation.pk)
-        what = "notebook" if allocation.kind == AllocationKind.NOTEBOOK else "job"
+        with speaking(allocation.user):
+            text = (
+                _("Your notebook on %(node)s was stopped: the node is reserved for “%(title)s” until %(until)s.")
+                if allocation.kind == AllocationKind.NOTEBOOK
+                else _("Your job on %(node)s was stopped: the node is reserved for “%(title)s” until %(until)s.")
+            ) % {"node": allocation.gpu.node.name, "title": reservation.title, "until": when(reservation.ends_at)}
         notice_send(
             user=allocation.user,
             level="warning",
-            text=f"Your {what} on {allocation.gpu.node.name} was stopped: the node is reserved for"
-            f" “{reservation.title}” until {when(reservation.ends_at)}.",
+            text=text,
             ref=f"{allocation.ref}:evict:{reservation.pk}:ended",
         )
     if evicted:
         allocations_close(ids=evicted, at=now, reason=f"Ended for {reservation.ref}")
-        ids, reason = list(evicted), f"The node is reserved for “{reservation.title}”."
+        ids, reason = list(evicted), _("The node is reserved for “%(title)s”.") % {"title": reservation.title}
         transaction.on_commit(lambda: allocations_ended.send(sender=Reservation, allocation_ids=ids, reason=reason))
     ref = Ref.reservation(reservation.pk)
     if not is_entered(ref):
@@ -124,12 +141,18 @@ def _lapse_unapproved(now: dt.datetime) -> int:
         with transaction.atomic():
             release_rows(reservation, end_at=None)
             reservation.status = ReservationStatus.CANCELLED
-            reservation.status_reason = "No admin approved it before it began."
+            reservation.status_reason = said_to(
+                reservation.owner, gettext_lazy("No admin approved it before it began.")
+            )
             reservation.save(update_fields=["status", "status_reason"])
             notice_send(
                 user=reservation.owner,
                 level="warning",
-                text=f"Your reservation “{reservation.title}” was not approved in time and has lapsed.",
+                text=said_to(
+                    reservation.owner,
+                    gettext_lazy("Your reservation “%(title)s” was not approved in time and has lapsed."),
+                    title=reservation.title,
+                ),
                 ref=f"reservation:{reservation.pk}:lapsed",
             )
         lapsed += 1
@@ -199,15 +222,23 @@ def _release_no_shows(now: dt.datetime) -> int:
         with transaction.atomic():
             release_rows(reservation, end_at=now)
             reservation.status = ReservationStatus.ENDED
-            reservation.status_reason = (
-                f"Released at {when(now)}: nobody used the nodes in the first {minutes} minutes."
-            )
+            with speaking(reservation.owner):
+                reservation.status_reason = _(
+                    "Released at %(at)s: nobody used the nodes in the first %(minutes)s minutes."
+                ) % {"at": when(now), "minutes": minutes}
             reservation.save(update_fields=["status", "status_reason", "ends_at"])
             notice_send(
                 user=reservation.owner,
                 level="warning",
-                text=f"Your reservation “{reservation.title}” was released: nobody used its nodes in the first"
-                f" {minutes} minutes, so they went back to the shared pool.",
+                text=said_to(
+                    reservation.owner,
+                    gettext_lazy(
+                        "Your reservation “%(title)s” was released: nobody used its nodes in the first %(minutes)s"
+                        " minutes, so they went back to the shared pool."
+                    ),
+                    title=reservation.title,
+                    minutes=minutes,
+                ),
                 ref=f"reservation:{reservation.pk}:released",
             )
             notify(

@@ -14,6 +14,8 @@ import logging
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from labs.models import Gpu, GpuAlert, GpuAlertKind
 from labs.telemetry.samples import GpuSample, GpuTarget
@@ -23,20 +25,20 @@ log = logging.getLogger("labs.telemetry")
 HYSTERESIS_C = 3.0
 TOUCH_EVERY_S = 60.0
 XID_MEANINGS = {
-    13: "graphics engine exception, usually the application",
-    31: "memory page fault, usually the application",
-    43: "the GPU stopped an application",
-    45: "preemptive cleanup after an earlier error",
-    48: "double-bit ECC error",
-    63: "ECC page retirement or row remapping",
-    64: "ECC page retirement or row remapping failed",
-    74: "NVLink error",
-    79: "the GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
-    119: "GSP RPC timeout",
-    120: "GSP error",
+    13: gettext_lazy("graphics engine exception, usually the application"),
+    31: gettext_lazy("memory page fault, usually the application"),
+    43: gettext_lazy("the GPU stopped an application"),
+    45: gettext_lazy("preemptive cleanup after an earlier error"),
+    48: gettext_lazy("double-bit ECC error"),
+    63: gettext_lazy("ECC page retirement or row remapping"),
+    64: gettext_lazy("ECC page retirement or row remapping failed"),
+    74: gettext_lazy("NVLink error"),
+    79: gettext_lazy("the GPU has fallen off the bus"),
+    92: gettext_lazy("high single-bit ECC error rate"),
+    94: gettext_lazy("contained ECC error"),
+    95: gettext_lazy("uncontained ECC error"),
+    119: gettext_lazy("GSP RPC timeout"),
+    120: gettext_lazy("GSP error"),
 }
 
 
@@ -107,10 +109,16 @@ class HealthWatch:
                 return []
             entry = self.open.get(key)
             if entry is None:
-                message = (
-                    f"{target.node} GPU {target.index} at {sample.temp_c:.0f} °C, over {threshold:.0f} °C for"
-                    f" {now - since:.0f} s. Consider cordoning {target.node} and checking its cooling."
-                )
+                message = _(
+                    "%(node)s GPU %(index)s at %(temp).0f °C, over %(threshold).0f °C for %(seconds).0f s. Consider"
+                    " cordoning %(node)s and checking its cooling."
+                ) % {
+                    "node": target.node,
+                    "index": target.index,
+                    "temp": sample.temp_c,
+                    "threshold": threshold,
+                    "seconds": now - since,
+                }
                 self.open[key] = [sample.temp_c, now, message]
                 return [AlertChange("raise", target.gpu_id, key[1], sample.temp_c, threshold, message)]
             if sample.temp_c > entry[0] or now - entry[1] >= TOUCH_EVERY_S:
@@ -132,8 +140,13 @@ class HealthWatch:
         self._xid_seen[target.gpu_id] = code
         if code == 0 or code == previous or code in self.xid_ignored:
             return []
-        meaning = XID_MEANINGS.get(code, "see NVIDIA's Xid catalog")
-        message = f"{target.node} GPU {target.index} reported Xid {code} ({meaning}). Consider cordoning {target.node}."
+        meaning = XID_MEANINGS.get(code, gettext_lazy("see NVIDIA's Xid catalog"))
+        message = _("%(node)s GPU %(index)s reported Xid %(code)s (%(meaning)s). Consider cordoning %(node)s.") % {
+            "node": target.node,
+            "index": target.index,
+            "code": code,
+            "meaning": meaning,
+        }
         key = (target.gpu_id, GpuAlertKind.XID)
         action = "touch" if key in self.open else "raise"
         self.open[key] = [float(code), now, message]

@@ -1,6 +1,9 @@
-"""Small formatting for the live GPU pages (static/js/gpus.js formats the same way)."""
+"""Small formatting for the live GPU pages (static/js/gpus.js formats the same way), numbers as the page's language
+writes them (20.7 / 20,7)."""
 
 from django import template
+
+from accounts.locale import fmt_number
 
 register = template.Library()
 
@@ -10,7 +13,7 @@ def gib(mib) -> str:
     """MiB as GiB with one decimal: 21207 -> "20.7"."""
     if mib is None:
         return "—"
-    return f"{mib / 1024:.1f}"
+    return fmt_number(mib / 1024, 1)
 
 
 FRACTIONS = ((0.125, "⅛"), (0.25, "¼"), (1 / 3, "⅓"), (0.5, "½"), (2 / 3, "⅔"), (0.75, "¾"))
@@ -38,7 +41,9 @@ def hours(value) -> str:
         return "—"
     value = float(value)
     if value == 0 or abs(value) >= 1:
-        return f"{value:.1f}"
+        return fmt_number(value, 1)
     if abs(value) >= 0.1:
-        return f"{value:.2f}"
-    return f"{value:.2g}" if abs(value) >= 0.0001 else "< 0.0001"
+        return fmt_number(value, 2)
+    if abs(value) < 0.0001:
+        return "< " + fmt_number(0.0001, 4)
+    return fmt_number(float(f"{value:.2g}"), None)

@@ -11,6 +11,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
+from accounts.locale import fmt_number, fmt_quantity
+
 BAR_W, GAP, HEIGHT, TOP, BOTTOM, LEFT, AXIS = 34, 8, 180, 18, 36, 8, 44
 MIN_TOP = 1.0  # GPU-hours: the scale never reaches below one, so a few GPU-minutes draw a sliver, not a full bar
 CHAR_W = 6  # about one character of the 10 px label font
@@ -31,13 +33,13 @@ def hours_text(value: float) -> str:
     if value <= 0:
         return "0"
     if value >= 10:
-        return f"{value:.0f}"
+        return fmt_number(value, 0)
     if value >= 1:
-        return f"{value:.1f}"
+        return fmt_number(value, 1)
     if value >= 0.1:
-        return f"{value:.2f}"
+        return fmt_number(value, 2)
     minutes = value * 60
-    return _("%(minutes)s min") % {"minutes": f"{minutes:.1f}" if minutes < 10 else f"{minutes:.0f}"}
+    return _("%(minutes)s min") % {"minutes": fmt_number(minutes, 1) if minutes < 10 else fmt_number(minutes, 0)}
 
 
 def short_label(label: str, room: int = 18) -> str:
@@ -66,7 +68,8 @@ def bars(points: list[tuple[str, float]], *, unit: str = "GPU-h", title: str, li
         y = TOP + HEIGHT - HEIGHT * tick / top
         parts.append(
             f'<g class="tick"><line x1="{AXIS - 4}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" class="usage-grid"></line>'
-            f'<text x="{AXIS - 6}" y="{y + 3:.1f}" text-anchor="end" class="usage-label">{tick:g}</text></g>'
+            f'<text x="{AXIS - 6}" y="{y + 3:.1f}" text-anchor="end" class="usage-label">'
+            f"{fmt_quantity(tick)}</text></g>"
         )
     for i, ((label, value), shown) in enumerate(zip(points, labels, strict=True)):
         x = AXIS + LEFT + i * (slot + GAP)
@@ -86,7 +89,7 @@ def bars(points: list[tuple[str, float]], *, unit: str = "GPU-h", title: str, li
     )
     if limit:
         y = TOP + HEIGHT - HEIGHT * limit / top
-        weekly = escape(_("Weekly quota: %(limit)s %(unit)s") % {"limit": f"{limit:.1f}", "unit": unit})
+        weekly = escape(_("Weekly quota: %(limit)s %(unit)s") % {"limit": fmt_number(limit, 1), "unit": unit})
         quota = escape(_("quota %(limit)s") % {"limit": f"{limit:.0f}"})
         parts.append(
             f'<g class="limit"><title>{weekly}</title>'

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from accounts.dates import OUT_OF_RANGE, date_in_range
 from accounts.errors import InvalidInput
@@ -21,7 +23,9 @@ from labs.usage.selectors import USE_KINDS, Scope, scope_for
 
 MAX_SPAN = dt.timedelta(days=2 * 366)
 ENTRY = "entry"  # one CSV row per ledger entry (the export), CSV only
-NOT_A_TIME = "Give a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM with a UTC offset, or in the lab's zone)."
+NOT_A_TIME = gettext_lazy(
+    "Give a date (YYYY-MM-DD) or a time (YYYY-MM-DDTHH:MM with a UTC offset, or in the lab's zone)."
+)
 # What the API's schema says `from` and `to` look like; anything else is refused before it is read.
 MOMENT_PATTERN = r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$"
 
@@ -70,9 +74,9 @@ def read_window(params: Mapping[str, str], *, now: dt.datetime) -> Period:
     start = parse_moment(raw_from, field="from") if raw_from is not None else default_start(now)
     end = parse_moment(raw_to, field="to", end_of_day=True) if raw_to is not None else now
     if end <= start:
-        raise InvalidInput("to: the window must end after it starts.", fields={"to": "Must be after from."})
+        raise InvalidInput(_("to: the window must end after it starts."), fields={"to": _("Must be after from.")})
     if end - start > MAX_SPAN:
-        why = "Ask for at most two years at a time."
+        why = _("Ask for at most two years at a time.")
         raise InvalidInput(f"to: {why}", fields={"to": why})
     return Period(start=start, end=end, now=now)
 
@@ -83,7 +87,7 @@ def read_kinds(raw: str | None) -> tuple[str, ...]:
     kinds = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
     unknown = [kind for kind in kinds if kind not in AllocationKind.values]
     if unknown or not kinds:
-        why = f"Choose among {', '.join(AllocationKind.values)}, separated by commas."
+        why = _("Choose among %(kinds)s, separated by commas.") % {"kinds": ", ".join(AllocationKind.values)}
         raise InvalidInput(f"kind: {why}", fields={"kind": why})
     return kinds
 
@@ -96,7 +100,12 @@ def read_query(
     group_by = (params.get("group_by") or "user").strip()
     allowed = (*GROUPS, ENTRY) if entries_allowed else GROUPS
     if group_by not in allowed:
-        why = f"Group by one of {', '.join(GROUPS)}" + (f" (or {ENTRY}, as CSV)." if entries_allowed else ".")
+        groups = ", ".join(GROUPS)
+        why = (
+            _("Group by one of %(groups)s (or %(entry)s, as CSV).") % {"groups": groups, "entry": ENTRY}
+            if entries_allowed
+            else _("Group by one of %(groups)s.") % {"groups": groups}
+        )
         raise InvalidInput(f"group_by: {why}", fields={"group_by": why})
     kinds = read_kinds(params.get("kind"))
     scope, window = read_scope_and_window(params, viewer=viewer, now=now)

@@ -1,11 +1,12 @@
 from django.apps import AppConfig
 from django.core import checks
+from django.utils.translation import gettext_lazy
 
 
 class WebConfig(AppConfig):
     name = "portal.web"
     label = "web"
-    verbose_name = "Pages"
+    verbose_name = gettext_lazy("Pages")
 
     def ready(self) -> None:
         from portal import checks as shell_checks  # noqa: F401 - the shell's start checks (settings)

@@ -33,7 +33,7 @@ class OIDCStartView(OIDCAuthenticationRequestView):
 
     def get(self, request):
         if not oidc_enabled():
-            raise Http404("No university sign-in is configured.")
+            raise Http404(_("No university sign-in is configured."))
         try:
             metadata = provider_metadata()
         except SigninError as exc:
@@ -53,12 +53,13 @@ class OIDCCallbackView(OIDCAuthenticationCallbackView):
     def login_failure(self):
         return signin_failed(
             self.request,
-            f"{settings.OIDC_PROVIDER_NAME} did not sign you in. Start again from the sign-in page.",
+            _("%(provider)s did not sign you in. Start again from the sign-in page.")
+            % {"provider": settings.OIDC_PROVIDER_NAME},
         )
 
     def get(self, request):
         if not oidc_enabled():
-            raise Http404("No university sign-in is configured.")
+            raise Http404(_("No university sign-in is configured."))
         if request.GET.get("error"):
             logger.info(
                 "OIDC sign-in came back with %s: %s",

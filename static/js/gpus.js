@@ -39,6 +39,8 @@
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  // Numbers as the page's language writes them: 12.5 (en), 12,5 (pt-BR).
+  var GIB = new Intl.NumberFormat(document.documentElement.lang || undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
   function num(value, suffix) { return value === null || value === undefined ? "—" + suffix : Math.round(value) + suffix; }
   var NODE_STATES = { cordoned: gettext("cordoned"), down: gettext("down") };
   var FRACTIONS = [[0.125, "⅛"], [0.25, "¼"], [1 / 3, "⅓"], [0.5, "½"], [2 / 3, "⅔"], [0.75, "¾"]];
@@ -123,7 +125,7 @@
       mem.textContent = "—";
       bar(card, "mem", 0);
     } else {
-      mem.textContent = (gpu.mem_used_mb / 1024).toFixed(1) + " / " + (gpu.mem_total_mb / 1024).toFixed(1) + " GiB";
+      mem.textContent = GIB.format(gpu.mem_used_mb / 1024) + " / " + GIB.format(gpu.mem_total_mb / 1024) + " GiB";
       bar(card, "mem", gpu.mem_total_mb ? (100 * gpu.mem_used_mb) / gpu.mem_total_mb : 0);
     }
     field(card, "temp").textContent = num(gpu.temp_c, " °C");

@@ -168,14 +168,16 @@
   }
 
   // --- One job ------------------------------------------------------------------------------
-  // The server's "D H:i:s" ("Fri 04:55:17") in the lab's time zone, whatever the browser's zone and locale are.
+  // The server's "D H:i:s" ("Fri 04:55:17", "sex. 04:55:17") in the lab's time zone and the page's language,
+  // whatever the browser's zone and locale are.
   function eventTime(iso) {
     const zone = document.body.dataset.labTz;
+    const language = document.documentElement.lang || "en-GB";
     const options = { weekday: "short", hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" };
     try {
-      return new Intl.DateTimeFormat("en-GB", zone ? { ...options, timeZone: zone } : options).format(new Date(iso));
+      return new Intl.DateTimeFormat(language, zone ? { ...options, timeZone: zone } : options).format(new Date(iso));
     } catch (error) {
-      return new Intl.DateTimeFormat("en-GB", options).format(new Date(iso));
+      return new Intl.DateTimeFormat(language, options).format(new Date(iso));
     }
   }
 

@@ -21,6 +21,9 @@ from pytest_django.live_server_helper import LiveServer
 ROOT = Path(__file__).resolve().parents[2]
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 ROLES = ("student", "teacher", "admin")  # the demo lab's users of those names (labs/management/commands/seed_demo.py)
+# The demo's "student" and "teacher" are renamed for the sweep: their names are English UI words, which the sweep
+# looks for on pages in Portuguese (a name is the person's, not the portal's). Their passwords stay "<role>-demo".
+USERNAMES = {"student": "ana", "teacher": "tiago", "admin": "admin"}
 LANGUAGES = {"en": "en-US,en;q=0.9", "pt-BR": "pt-BR,pt;q=0.9"}
 VIEWPORTS = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 390, "height": 844}}
 # A Wednesday noon in the lab's zone: the week's timeline, the usage windows and the quotas do not depend on the day
@@ -38,7 +41,7 @@ class Portal:
 def _seed() -> dict[str, list[str]]:
     """The demo lab (seed_demo) and, on top, what makes every page show its rows: jobs in several states, notebooks
     starting and ready, a week of GPU-hours in the ledger. Returns each role's detail pages."""
-    from accounts.models import User
+    from accounts.models import Course, User
     from jobs.models import JobState
     from jobs.services.templates import template_save
     from labs.images import images_offered
@@ -115,6 +118,11 @@ def _seed() -> dict[str, list[str]]:
                 ends_at=start + dt.timedelta(hours=3),
                 course=course,
             )
+    for role, name in USERNAMES.items():
+        User.objects.filter(username=role).update(username=name)
+    # The Brazilian lab names its courses in Portuguese (the demo's are English; "Natural Language Processing" holds
+    # an English UI word).
+    Course.objects.filter(code="NLP-220").update(name="Processamento de linguagem natural")
     reservation = Reservation.objects.get(title="DL-101 lab session")
     pending = Reservation.objects.get(title="NLP-220 final runs")
     common = ["/account/", "/lab/nodes/gpu01/"]
@@ -231,7 +239,7 @@ def signed_in(portal, chromium):
             page = context.new_page()
             page.set_default_timeout(15_000)
             page.goto(portal.url + "/login/")
-            page.locator("input[name=username]").fill(role)
+            page.locator("input[name=username]").fill(USERNAMES[role])
             page.locator("input[name=password]").fill(f"{role}-demo")
             page.locator("form button[type=submit]").first.click()
             expect(page.locator("nav.nav")).to_have_count(1)
@@ -249,3 +257,25 @@ def pages_of(page, portal: Portal, role: str) -> list[str]:
     hrefs = page.locator("header a[href]").evaluate_all("links => links.map(a => a.getAttribute('href'))")
     linked = [href for href in hrefs if href.startswith("/") and not href.startswith("//")]
     return list(dict.fromkeys([*linked, *portal.pages[role]]))
+
+
+SHOWN_TEXT = """() => {
+  // What a reader sees and hears: the rendered text (innerText leaves out what is hidden, scripts and styles) and
+  // the words screen readers say for visible elements. Swagger UI's own widget is third-party (as in the axe run).
+  // What one types is not the page's language: code, file formats and commands (<code>student</code>, a roster's
+  // column value) are left out, hidden for the moment of the reading.
+  const widget = document.querySelector("#swagger-ui");
+  const literal = [...document.querySelectorAll("code, kbd, samp, pre")].map(e => [e, e.style.display]);
+  literal.forEach(([e]) => { e.style.display = "none"; });
+  const text = document.body.innerText.replace(widget ? widget.innerText : "\\u0000", " ");
+  literal.forEach(([e, display]) => { e.style.display = display; });
+  const said = [...document.querySelectorAll("[aria-label], [title], [placeholder]")]
+    .filter(e => !(widget && widget.contains(e)) && (e.offsetParent !== null || e.tagName === "BODY"))
+    .map(e => [e.getAttribute("aria-label"), e.getAttribute("title"), e.getAttribute("placeholder")].join(" "));
+  return [text, document.title, ...said].join("\\n");
+}"""
+
+
+def shown_text(page) -> str:
+    """The page's visible text and its spoken labels (aria-label, title, placeholder of visible elements)."""
+    return page.evaluate(SHOWN_TEXT)

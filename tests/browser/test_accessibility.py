@@ -1,6 +1,10 @@
 """WCAG 2.1 AA, measured: axe-core (npm, pinned in package.json) runs on every page the header links to and on the
 main detail pages, for each role, in English and in Brazilian Portuguese, on a desktop and on a 390 px phone. Any
 serious or critical violation fails the test, listed with the page, the rule and the elements.
+
+The same visit reads what the page shows (its rendered text and spoken labels): a page in Brazilian Portuguese that
+shows an English UI word, or one in English that shows a Portuguese one, fails too (issue 28; the words are
+tests/ui_words.py's, which the test client's check in tests/portal/test_translations.py uses as well).
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from tests.browser.sweep import (  # noqa: F401
     close_test_connections,
     pages_of,
     portal,
+    shown_text,
     signed_in,
 )
+from tests.ui_words import FOREIGN, found
 
 # django_db, not transactional: the module's portal seeds and flushes once (tests/browser/sweep.py); the tests write
 # nothing through the ORM themselves.
@@ -59,16 +65,21 @@ def describe(path: str, violation: dict) -> str:
 def test_no_serious_or_critical_axe_violation_on_any_page(portal, signed_in, role, language, viewport):  # noqa: F811
     page = signed_in(role, language)
     page.set_viewport_size(VIEWPORTS[viewport])
-    found, counts = [], {}
+    findings, counts, foreign = [], {}, []
     for path in pages_of(page, portal, role):
         response = page.goto(portal.url + path)
         assert response is not None and response.ok, f"{path} answered {response and response.status}"
         violations = axe_violations(page)
         counts[path] = sum(len(v["nodes"]) for v in violations)
-        found += [describe(path, v) for v in violations]
+        findings += [describe(path, v) for v in violations]
+        if words := found(FOREIGN[language], shown_text(page)):
+            foreign.append(f"{path}: {', '.join(words)}")
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / f"axe-{role}-{language}-{viewport}.json").write_text(json.dumps(counts, indent=1))
-    assert not found, f"{sum(counts.values())} serious or critical axe-core findings as {role}:\n" + "\n".join(found)
+    assert not findings, f"{sum(counts.values())} serious or critical axe-core findings as {role}:\n" + "\n".join(
+        findings
+    )
+    assert not foreign, f"words of the other language on {role}'s pages in {language}:\n" + "\n".join(foreign)
 
 
 def test_the_first_tab_stop_skips_to_the_content_and_every_focus_is_visible(portal, signed_in):  # noqa: F811

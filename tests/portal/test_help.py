@@ -21,7 +21,8 @@ def test_each_role_has_a_page_with_the_policy_numbers(client, role):
     assert ('"script":' in page) and ('"command": [' in page)
     assert ("Booking nodes" in page) is (role != "student")
     assert ("operations console" in page) is (role == "admin")
-    assert limit_cell(page, "gpu_hours_week") == {"student": "20", "teacher": "200", "admin": "10000"}[role]
+    # Grouped, as English writes numbers (1,234.5; pt-BR 1.234,5).
+    assert limit_cell(page, "gpu_hours_week") == {"student": "20", "teacher": "200", "admin": "10,000"}[role]
 
 
 def test_the_numbers_follow_the_lab_policy_and_the_settings(client, settings):

@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from accounts.permissions import RESERVATIONS_STAFF_ONLY
 from tests.factories import CourseFactory, EnrollmentFactory, NodeFactory, UserFactory
+from tests.ui_words import ENGLISH_UI, PORTUGUESE_UI, found
 
 LOCALE = Path(settings.BASE_DIR) / "locale"
 DOMAINS = ("django", "djangojs")
@@ -99,16 +100,6 @@ def test_the_catalogue_holds_exactly_what_the_code_marks(tmp_path, settings, mon
 
 # --- Pages, per role, in each language ------------------------------------------------------------------------------
 
-ENGLISH_UI = [
-    "Sign out", "Sign in", "Dashboard", "Reservations", "Jobs", "Usage", "My usage", "Submit", "Cancel", "Start",
-    "Save", "Nodes", "Live GPUs", "Your account", "Your week", "Book nodes", "Download CSV", "Status", "Profiles",
-    "Courses", "Times are shown", "GPU-hours", "Hello", "Week of", "Language", "teacher", "student",
-]  # fmt: skip
-PORTUGUESE_UI = [
-    "Sair", "Entrar", "Painel", "Reservas", "Tarefas", "Meu uso", "Enviar", "Cancelar", "Iniciar", "Salvar", "Nós",
-    "Sua conta", "Sua semana", "Reservar nós", "Disciplinas", "Horas de GPU", "horas de GPU", "Olá", "Idioma",
-]  # fmt: skip
-
 PAGES = {
     "student": ["dashboard", "nodes", "gpus", "reservations", "jobs", "job-new", "notebooks", "usage-mine", "account"],
     "teacher": [
@@ -128,10 +119,6 @@ def visible_text(html: str) -> str:
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
     said = " ".join(re.findall(r'(?:aria-label|title|placeholder)="([^"]*)"', html))
     return unescape(re.sub(r"<[^>]+>", " ", html) + " " + said)
-
-
-def found(words: list[str], text: str) -> list[str]:
-    return [word for word in words if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text)]
 
 
 @pytest.fixture

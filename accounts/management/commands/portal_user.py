@@ -1,5 +1,6 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import gettext as _
 
 from accounts.models import Role
 from accounts.services import token_issue, user_rename, user_upsert
@@ -39,7 +40,10 @@ class Command(BaseCommand):
                 _pk, role = user_rename(username=options["username"], new_name=options["rename"])
             except ValidationError as exc:
                 raise CommandError("; ".join(f"{f}: {' '.join(e)}" for f, e in exc.message_dict.items())) from None
-            self.stdout.write(f"Updated {role} {options['rename']} (was {options['username']})")
+            self.stdout.write(
+                _("Updated %(role)s %(name)s (was %(old)s)")
+                % {"role": role, "name": options["rename"], "old": options["username"]}
+            )
             return
         try:
             user, created = user_upsert(
@@ -53,7 +57,10 @@ class Command(BaseCommand):
         except ValidationError as exc:
             messages = [f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items()]
             raise CommandError("; ".join(messages)) from None
-        renamed = f" (was {options['username']})" if options["rename"] else ""
-        self.stdout.write(f"{'Created' if created else 'Updated'} {user.role} {user.username}{renamed}")
+        values = {"role": user.role, "name": user.username, "old": options["username"]}
+        if options["rename"]:
+            self.stdout.write(_("Updated %(role)s %(name)s (was %(old)s)") % values)
+        else:
+            self.stdout.write((_("Created %(role)s %(name)s") if created else _("Updated %(role)s %(name)s")) % values)
         if options["token"]:
             self.stdout.write(token_issue(user=user))

@@ -1,6 +1,7 @@
 import json
 
 from django.core.management.base import BaseCommand
+from django.utils.translation import gettext as _
 
 from accounts.signin import ldap_enabled
 from accounts.tasks import signin_sync
@@ -14,11 +15,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         if not ldap_enabled():
-            self.stderr.write("LDAP_SERVER_URI is not set: nothing to sync.")
+            self.stderr.write(_("LDAP_SERVER_URI is not set: nothing to sync."))
         counts = signin_sync()  # the task, run here
         if options["json"]:
             self.stdout.write(json.dumps(counts))
         else:
-            self.stdout.write(
-                f"{counts['synced']} synced, {counts['gone']} gone from the directory, {counts['failed']} failed"
-            )
+            self.stdout.write(_("%(synced)s synced, %(gone)s gone from the directory, %(failed)s failed") % counts)

@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import gettext as _
 
 from labs.models import Node, NodeAgentToken
 from labs.telemetry.agents import agent_token_issue, agent_token_revoke
@@ -15,13 +16,15 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         node = Node.objects.filter(name=options["node"]).first()
         if node is None:
-            raise CommandError(f"No node named {options['node']!r}.")
+            raise CommandError(_("No node named %(node)r.") % {"node": options["node"]})
         if options["revoke"]:
             tokens = list(NodeAgentToken.objects.filter(node=node, revoked_at__isnull=True))
             for token in tokens:
                 agent_token_revoke(token=token)
-            self.stdout.write(f"Revoked {len(tokens)} key(s) of {node.name}.")
+            self.stdout.write(_("Revoked %(n)s key(s) of %(node)s.") % {"n": len(tokens), "node": node.name})
             return
-        _, key = agent_token_issue(node=node, revoke_others=options["replace"])
-        self.stdout.write(f"Agent key for {node.name} (shown once; set GPU_AGENT_TOKEN on the node):")
+        _token, key = agent_token_issue(node=node, revoke_others=options["replace"])
+        self.stdout.write(
+            _("Agent key for %(node)s (shown once; set GPU_AGENT_TOKEN on the node):") % {"node": node.name}
+        )
         self.stdout.write(key)

@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import gettext as _
 
 from accounts.errors import BackendError
 from labs.backends.inventory import KubernetesInventory, LocalInventory
@@ -22,6 +23,6 @@ class Command(BaseCommand):
         except (InventoryError, BackendError) as exc:
             raise CommandError(str(exc)) from None
         if not specs:
-            raise CommandError("The source lists no GPU nodes; nothing was changed.")
+            raise CommandError(_("The source lists no GPU nodes; nothing was changed."))
         report = inventory_sync(specs=specs, source=backend.name, prune=options["prune"])
-        self.stdout.write(self.style.SUCCESS(f"Inventory loaded: {report}."))
+        self.stdout.write(self.style.SUCCESS(_("Inventory loaded: %(report)s.") % {"report": report}))
