@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models.people import Course, User
 
@@ -16,24 +17,29 @@ class AuditEntry(models.Model):
     admin console shows them read-only and the API has no write. The actor's name and the target's label are kept
     as text, so an entry still reads right after the account or the thing is gone."""
 
-    at = models.DateTimeField(default=timezone.now, db_index=True)
-    actor = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    actor_name = models.CharField(max_length=150, blank=True)
-    action = models.CharField(max_length=64, db_index=True)  # a stable dotted code: quota.change, node.cordon
-    target_type = models.CharField(max_length=40, db_index=True)  # e.g. "user", "node", "budget"
-    target_id = models.CharField(max_length=64, blank=True)
-    target_label = models.CharField(max_length=200, blank=True)
+    at = models.DateTimeField(_("when"), default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("who")
+    )
+    actor_name = models.CharField(_("who"), max_length=150, blank=True)
+    action = models.CharField(_("action"), max_length=64, db_index=True)  # a stable dotted code: quota.change, node.cordon
+    target_type = models.CharField(_("kind of target"), max_length=40, db_index=True)  # e.g. "user", "node", "budget"
+    target_id = models.CharField(_("target id"), max_length=64, blank=True)
+    target_label = models.CharField(_("target"), max_length=200, blank=True)
     # The course the change belongs to, when it belongs to one: its teachers see the entry.
-    course = models.ForeignKey(Course, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    before = models.JSONField(default=dict, blank=True)
-    after = models.JSONField(default=dict, blank=True)
-    reason = models.CharField(max_length=500, blank=True)
-    request_id = models.CharField(max_length=64, blank=True, db_index=True)
+    course = models.ForeignKey(
+        Course, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("course")
+    )
+    before = models.JSONField(_("before"), default=dict, blank=True)
+    after = models.JSONField(_("after"), default=dict, blank=True)
+    reason = models.CharField(_("reason"), max_length=500, blank=True)
+    request_id = models.CharField(_("request id"), max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-at", "-pk"]
         indexes = [models.Index(fields=["target_type", "target_id"], name="audit_target")]
-        verbose_name_plural = "audit entries"
+        verbose_name = _("audit entry")
+        verbose_name_plural = _("audit entries")
 
     def __str__(self) -> str:
         who = self.actor_name or "system"
