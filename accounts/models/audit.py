@@ -22,7 +22,8 @@ class AuditEntry(models.Model):
         User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", verbose_name=_("who")
     )
     actor_name = models.CharField(_("who"), max_length=150, blank=True)
-    action = models.CharField(_("action"), max_length=64, db_index=True)  # a stable dotted code: quota.change, node.cordon
+    # A stable dotted code: quota.change, node.cordon.
+    action = models.CharField(_("action"), max_length=64, db_index=True)
     target_type = models.CharField(_("kind of target"), max_length=40, db_index=True)  # e.g. "user", "node", "budget"
     target_id = models.CharField(_("target id"), max_length=64, blank=True)
     target_label = models.CharField(_("target"), max_length=200, blank=True)
