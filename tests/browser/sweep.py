@@ -41,7 +41,7 @@ class Portal:
 def _seed() -> dict[str, list[str]]:
     """The demo lab (seed_demo) and, on top, what makes every page show its rows: jobs in several states, notebooks
     starting and ready, a week of GPU-hours in the ledger. Returns each role's detail pages."""
-    from accounts.models import Course, User
+    from accounts.models import AuditEntry, Course, User
     from jobs.models import JobState
     from jobs.services.templates import template_save
     from labs.images import images_offered
@@ -120,6 +120,10 @@ def _seed() -> dict[str, list[str]]:
             )
     for role, name in USERNAMES.items():
         User.objects.filter(username=role).update(username=name)
+        # The audit trail keeps names as they were written (seed_demo's): as if the demo had used these from the start.
+        AuditEntry.objects.filter(actor_name=role).update(actor_name=name)
+        AuditEntry.objects.filter(target_type="user", target_label=role).update(target_label=name)
+        AuditEntry.objects.filter(action="course.teacher_add", after={"teacher": role}).update(after={"teacher": name})
     # The Brazilian lab names its courses in Portuguese (the demo's are English; "Natural Language Processing" holds
     # an English UI word).
     Course.objects.filter(code="NLP-220").update(name="Processamento de linguagem natural")
