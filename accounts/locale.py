@@ -4,6 +4,8 @@ request (portal.web.language); e-mails and notices, written where no request of 
 
 from __future__ import annotations
 
+import math
+
 from django.conf import settings
 from django.utils import translation
 from django.utils.functional import Promise
@@ -28,6 +30,8 @@ def fmt_number(value, places: int = 1) -> str:
     """A number as the active language writes it, grouped: 1,234.5 (en) / 1.234,5 (pt-BR)."""
     from django.utils import formats
 
+    if places is not None and not isinstance(value, int):
+        value = round(value, places)  # Django's number_format cuts the decimals off; a 0.55 minute is 0.6, not 0.5
     return formats.number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
 
 
@@ -39,7 +43,9 @@ def fmt_quantity(value, places: int | None = None):
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         return value
     if places is None and isinstance(value, float):
-        value = round(value, 2)
+        # Two decimals; a small figure keeps two significant digits (0.0092 GPU-hours, not a flat 0.01 or 0).
+        small = value != 0 and abs(value) < 0.1
+        value = round(value, 1 - math.floor(math.log10(abs(value)))) if small else round(value, 2)
         value = int(value) if value.is_integer() else value
     return fmt_number(value, places)
 
