@@ -236,7 +236,9 @@ class LocalJobs:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=errors,
-                env={"PATH": os.defpath, "LANG": "C.UTF-8"},
+                # The fixed PATH of the processes with rights: it finds a bwrap in /usr/local/bin too (os.defpath,
+                # /bin:/usr/bin, did not: the runner said bwrap was missing on the GPU machine).
+                env={"PATH": sandbox.HOST_PATH, "LANG": "C.UTF-8"},
                 close_fds=True,
             )
         try:

@@ -106,9 +106,7 @@ _IFF_UP = 0x1
 
 
 def bwrap() -> str | None:
-    # On the fixed PATH of the processes with rights, as setpriv: the job runner's own PATH is only /bin:/usr/bin,
-    # so a bwrap in /usr/local/bin (built from source, or put there by hand) was reported missing.
-    return shutil.which("bwrap", path=HOST_PATH)
+    return shutil.which("bwrap")
 
 
 @functools.lru_cache(maxsize=4)
