@@ -33,6 +33,8 @@ JOB_FIELDS = (
     "datasets",
     "course",
     "idle_ok_reason",
+    "template",  # a course's job template (its id), with `parameters` {NAME: value}, in place of image/program/sizes
+    "parameters",
 )
 PAGE_SIZE = 100
 USER_AGENT = f"gpulab-sdk/{VERSION}"

@@ -138,6 +138,7 @@ class Preview(Model):
     position: int | None = None
     estimated_start: dt.datetime | None = None
     node_names: list[str] = dataclasses.field(default_factory=list)
+    help: str = ""  # where the limit that says no is explained (/help/#limit-...), when one does
 
 
 @dataclasses.dataclass(frozen=True)
