@@ -96,7 +96,8 @@ class UserAdmin(DjangoUserAdmin):
         super().save_model(request, obj, form, change)
         audit_user_saved(request, obj, before, created=not change)
 
-    def delete_model(self, request, obj):
+    @staticmethod
+    def _audit_delete(request, obj) -> None:
         audit.record(
             actor=request.user,
             action="user.delete",
@@ -105,19 +106,15 @@ class UserAdmin(DjangoUserAdmin):
             reason="admin console",
             only_changes=False,
         )
+
+    def delete_model(self, request, obj):
+        self._audit_delete(request, obj)
         super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
         with transaction.atomic():
             for obj in queryset:
-                audit.record(
-                    actor=request.user,
-                    action="user.delete",
-                    target=obj,
-                    before=audit.snapshot(obj, ROLE_FIELDS + PROFILE_FIELDS),
-                    reason="admin console",
-                    only_changes=False,
-                )
+                self._audit_delete(request, obj)
             super().delete_queryset(request, queryset)
 
     def save_formset(self, request, form, formset, change):

@@ -2,7 +2,6 @@
 driven to its end state and what the page then shows is checked (no stale notice, no "null"/"undefined")."""
 
 import datetime as dt
-from decimal import Decimal
 
 import pytest
 from django.utils import timezone
@@ -11,9 +10,9 @@ from playwright.sync_api import expect
 from accounts.services import notice_send
 from jobs.models import Job
 from jobs.services import job_submit
-from labs.models import NotebookProfile, NotebookSession, NotebookStatus, Reservation
+from labs.models import NotebookSession, NotebookStatus, Reservation
 from labs.reservations.services import NodeRequest, reservation_create, reservation_decide
-from tests.browser.test_live_pages import follower, no_null_nor_undefined, sign_in  # noqa: F401
+from tests.browser.test_live_pages import follower, no_null_nor_undefined, queue_a_quarter_notebook, sign_in  # noqa: F401
 from tests.factories import NodeFactory, UserFactory
 from tests.jobs.factories import IMAGE, ImageRuleFactory, lab, local_backend_fixture  # noqa: F401
 
@@ -44,19 +43,7 @@ def test_the_job_list_adds_a_job_submitted_elsewhere_and_follows_it(live_server,
 
 
 def test_the_dashboard_notebook_card_follows_the_notebook(live_server, page):
-    NotebookProfile.objects.create(
-        slug="quarter",
-        name="PyTorch, a quarter",
-        image="quay.io/jupyter/pytorch-notebook:cuda12-latest",
-        gpu_share=Decimal("0.25"),
-        roles=["student"],
-    )
-    UserFactory(username="sam", role="student")
-    sign_in(page, live_server.url, "sam")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Notebooks").click()
-    page.get_by_label("PyTorch, a quarter").check()
-    page.get_by_role("button", name="Start").click()
-    expect(page.get_by_role("status")).to_contain_text("is in the queue.")
+    queue_a_quarter_notebook(page, live_server.url)
     page.goto(live_server.url + "/")
     card = page.get_by_test_id("dashboard-notebooks")
     expect(card).to_contain_text("PyTorch, a quarter")

@@ -121,7 +121,8 @@ def test_a_cancelled_job_loses_its_being_stopped_banner_and_its_cancel(live_serv
     assert Job.objects.get().state == "cancelled"
 
 
-def test_a_notebook_card_and_banner_follow_it_from_the_queue_to_ready(live_server, page):
+def queue_a_quarter_notebook(page, base: str) -> None:
+    """Sam, a student, starts "PyTorch, a quarter" from the Notebooks page; the lab has no GPU for it yet."""
     NotebookProfile.objects.create(
         slug="pytorch-quarter",
         name="PyTorch, a quarter",
@@ -130,11 +131,15 @@ def test_a_notebook_card_and_banner_follow_it_from_the_queue_to_ready(live_serve
         roles=["student"],
     )
     UserFactory(username="sam", role="student")
-    sign_in(page, live_server.url, "sam")
+    sign_in(page, base, "sam")
     page.get_by_role("navigation", name="Main").get_by_role("link", name="Notebooks").click()
     page.get_by_label("PyTorch, a quarter").check()
     page.get_by_role("button", name="Start").click()
     expect(page.get_by_role("status")).to_contain_text("“PyTorch, a quarter” is in the queue.")
+
+
+def test_a_notebook_card_and_banner_follow_it_from_the_queue_to_ready(live_server, page):
+    queue_a_quarter_notebook(page, live_server.url)
     page.evaluate("window.notReloaded = true")
     card = page.get_by_test_id("live-notebooks").get_by_test_id("notebook")
 
