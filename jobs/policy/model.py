@@ -146,8 +146,10 @@ class PolicyConfig:
     preempt_grace_s: float = 120.0
     # Work that has run less than this is not preempted for fair share or backfill reasons (Slurm: PreemptExemptTime).
     preempt_exempt_s: float = 600.0
-    # Same-class work is preempted for a job whose priority is this much higher (after the exempt time).
-    preempt_margin: float = 500.0
+    # Same-class work is preempted for a job whose priority is this much higher (after the exempt time). 300
+    # rather than 500: a job of a few hours preempts work with days left (replays: primary trace wait 1.77x ->
+    # 1.66x the oracle's, 3-VC 527 -> 524 s, ETAs within 25 % 61 % -> 67 %).
+    preempt_margin: float = 300.0
     # Preemption is considered for this many waiting jobs per pass, highest priority first.
     preemption_depth: int = 64
     # A job still running past its max runtime is assumed to end this much later (the backend kills it).

@@ -57,11 +57,14 @@ def test_estimated_starts_use_the_predictions_and_the_limit_still_rules_nothing_
         now=NOW,
         nodes=nodes,
         queued=[waiting],
-        running=[running("a", expected=1800, user="ann"), running("b", expected=None, node="n2", user="ann")],
+        running=[
+            running("a", expected=1800, user="ann"),
+            running("b", expected=None, node="n2", user="ann", limit=4 * HOUR),
+        ],
     )
     result = schedule(state)
     assert not result.starts and not result.preemptions
-    # Job a is expected to end 1,800 s after it started (600 s ago); job b only at its 24 h limit.
+    # Job a is expected to end 1,800 s after it started (600 s ago); job b only at its 4 h limit.
     assert result.waiting[0].estimated_start == pytest.approx(NOW + 1200)
 
 
