@@ -180,3 +180,26 @@ def test_check_ledger_names_a_tampered_sum_and_the_reconciler_rewrites_it():
     assert [a.target for a in actions if a.kind == "day_sums"] == [day.isoformat()]
     assert run_check()[0] == 0
     assert report(admin_scope, window, "day") == pytest.approx(right, abs=1e-3)
+
+
+def test_the_migration_fills_the_sums_of_an_existing_ledger():
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.db import connection
+
+    fill(AUTUMN, 6)
+    first, last = daysums.ledger_span()
+    kept = daysums.stored(first, last)
+    courses = set(UsageDayCourse.objects.values_list("day", "course_key", "kind", "share_us"))
+    UsageDay.objects.all().delete()
+    UsageDayCourse.objects.all().delete()  # a ledger from before the sums
+
+    class Editor:
+        pass
+
+    editor = Editor()
+    editor.connection = connection
+    import_module("labs.migrations.0014_usage_day_sums_backfill").fill(apps, editor)
+    assert daysums.stored(first, last) == kept and kept
+    assert set(UsageDayCourse.objects.values_list("day", "course_key", "kind", "share_us")) == courses
