@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils.translation import gettext_lazy
 
 
@@ -10,13 +11,19 @@ class LabsConfig(AppConfig):
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
         from labs.budgets import checks as budgets_checks  # noqa: F401 - the start checks of the lab's settings
         from labs.budgets.receivers import on_holders_closed as budgets_on_holders_closed
+        from labs.models import Allocation
         from labs.notebooks import checks as notebooks_checks  # noqa: F401
         from labs.notebooks import reconcile as notebooks_reconcile  # noqa: F401 - the hub's reconcile steps
         from labs.notebooks.receivers import on_allocations_ended
         from labs.signals import allocations_ended, holders_closed
         from labs.telemetry import checks as telemetry_checks  # noqa: F401
+        from labs.usage import daysums
         from labs.usage.efficiency import on_holders_closed
 
+        # The day sums beside the ledger follow an entry saved or deleted one by one (the ledger's closes add theirs).
+        pre_save.connect(daysums.before_save, sender=Allocation, dispatch_uid="labs.daysums_before_save")
+        post_save.connect(daysums.after_save, sender=Allocation, dispatch_uid="labs.daysums_after_save")
+        post_delete.connect(daysums.after_delete, sender=Allocation, dispatch_uid="labs.daysums_after_delete")
         allocations_ended.connect(on_allocations_ended, dispatch_uid="labs.notebooks_stop_on_allocations_ended")
         holders_closed.connect(on_holders_closed, dispatch_uid="labs.usage_efficiency_on_holders_closed")
         holders_closed.connect(budgets_on_holders_closed, dispatch_uid="labs.budgets_check_on_holders_closed")

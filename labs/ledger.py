@@ -25,6 +25,7 @@ from django.utils import timezone
 from accounts.models import User
 from labs.models import Allocation, AllocationKind
 from labs.signals import holders_closed
+from labs.usage import daysums
 
 ONE = Decimal("1")
 
@@ -136,8 +137,13 @@ def allocations_close(
     changes: dict[str, object] = {"ends_at": at}
     if reason is not None:
         changes["reason"] = reason[:200]
-    found = set(rows.values_list("kind", "ref", "user_id", "course_id"))
-    closed = rows.update(**changes)
+    with transaction.atomic():
+        # Locked, then closed by id: a close racing this one waits, then finds them closed and adds nothing twice.
+        closing = list(rows.select_for_update().values_list("pk", "ref", *daysums.ENTRY_FIELDS[:-1]))
+        closed = Allocation.objects.filter(pk__in=[row[0] for row in closing]).update(**changes)
+        # The day sums beside the ledger, in the close's transaction.
+        daysums.add_closed((*entry, at) for _pk, _ref, *entry in closing)
+    found = {(kind, key, user_id, course_id) for _pk, key, user_id, course_id, kind, _s, _t in closing}
     if closed:
         refs = sorted({Ref(kind, key) for kind, key, _, _ in found}, key=str)
         user_ids = sorted({user_id for _, _, user_id, _ in found})

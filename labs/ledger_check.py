@@ -35,10 +35,12 @@ from labs.models import (
     Reservation,
     ReservationStatus,
 )
+from labs.usage import daysums
 
 OVER_SHARE = "gpu_over_share"
 NO_HOLDER = "open_without_holder"
 FINISHED_OPEN = "finished_holder_open"
+DAY_SUMS = "day_sums_disagree"
 INVARIANTS = {
     OVER_SHARE: "No GPU is held more than once at any instant (notebook and job shares add up to at most 1;"
     " reservations, on their own, too).",
@@ -46,6 +48,8 @@ INVARIANTS = {
     " not ended, a reservation whose window is current.",
     FINISHED_OPEN: "Every finished holder is closed: a finished job attempt, an ended notebook or a past reservation"
     " has no open ledger entry.",
+    DAY_SUMS: "The day sums beside the ledger (GPU time of closed entries per lab day, person, course and kind) are"
+    " what the ledger's entries add up to.",
 }
 
 LIVE, FINISHED, GONE = "live", "finished", "gone"
@@ -214,8 +218,28 @@ def holder_violations(*, now: dt.datetime | None = None) -> list[Violation]:
     return found
 
 
+def day_sum_violations(*, since: dt.datetime | None = None) -> list[Violation]:
+    """Days whose sums beside the ledger disagree with it (since `since`, or over the whole ledger)."""
+    span = daysums.ledger_span()
+    if span is None:
+        return []
+    first, last = span
+    if since is not None:
+        first = max(first, daysums.local_day(since))
+    return [
+        Violation(
+            code=DAY_SUMS,
+            sentence=f"The day sums of {day.isoformat()} disagree with the ledger by {off:+.3f} GPU-seconds"
+            " (`manage.py reconcile` rewrites the last days; older ones: labs.usage.daysums.rebuild).",
+            at=daysums.local_midnight(day),
+        )
+        for day, off in daysums.disagreements(first, last).items()
+    ]
+
+
 def ledger_violations(*, now: dt.datetime | None = None, since: dt.datetime | None = None) -> list[Violation]:
-    """Every invariant of the ledger that does not hold, as sentences (empty: the ledger is sound)."""
+    """Every invariant of the ledger's own rows that does not hold, as sentences (empty: the ledger is sound).
+    `check_ledger` adds `day_sum_violations`, the sums kept beside it."""
     return share_violations(since=since) + holder_violations(now=now)
 
 

@@ -30,6 +30,7 @@ from accounts.services import notice_send
 from labs.ledger import Ref, allocations_close
 from labs.ledger_check import FINISHED_OPEN, NO_HOLDER, holder_kind, holder_violations, share_violations
 from labs.models import Allocation
+from labs.usage import daysums
 
 log = logging.getLogger("labs.reconcile")
 
@@ -37,6 +38,8 @@ LOCK = "reconcile:lock"
 LOCK_TIMEOUT_S = 360  # the task's hard time limit: a killed pass frees it by then
 # How far back the over-share alert looks on each pass (check_ledger looks at the whole ledger).
 SHARE_LOOKBACK = dt.timedelta(days=1)
+# How far back each pass recomputes the day sums (check_ledger compares the whole ledger).
+DAY_SUMS_LOOKBACK = dt.timedelta(days=2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,5 +166,17 @@ def alert_over_share(*, now: dt.datetime, dry_run: bool = False) -> list[Action]
     return actions
 
 
+def repair_day_sums(*, now: dt.datetime, dry_run: bool = False) -> list[Action]:
+    """The day sums beside the ledger (labs/usage/daysums.py) of the days this pass touches — the last
+    DAY_SUMS_LOOKBACK, where entries close — recomputed from the ledger; each day that disagreed is rewritten."""
+    first, last = daysums.local_day(now - DAY_SUMS_LOOKBACK), daysums.local_day(now)
+    actions = []
+    for day, off in daysums.repair(first, last, dry_run=dry_run).items():
+        sentence = f"rewrote the day sums of {day.isoformat()} from the ledger ({off:+.3f} GPU-seconds were off)"
+        actions.append(Action("day_sums", day.isoformat(), sentence, done=not dry_run))
+    return actions
+
+
 register_step("ledger-orphans", close_orphans, order=90)
 register_step("ledger-over-share", alert_over_share, order=95)
+register_step("ledger-day-sums", repair_day_sums, order=97)  # after the orphans' closes

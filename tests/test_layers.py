@@ -164,6 +164,7 @@ ENTRY_POINTS = {
         "labs.usage.selectors",
         "labs.usage.waits",  # where capabilities that queue work register their queue waits (jobs/apps.py)
         "labs.usage.storage",  # where capabilities that store files register what they hold (jobs/apps.py)
+        "labs.usage.daysums",  # the day sums beside the ledger: the ledger's close adds to them, its check compares
         "labs.models.usage",
     ),
     "labs.coursework": (

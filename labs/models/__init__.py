@@ -7,7 +7,8 @@
 - telemetry.py     GpuMinute, NodeAgentToken, GpuAlert and its kinds
 - budgets.py       Budget, BudgetAlert, UsageReportSent: GPU-hour budgets, the alerts told, the weekly reports sent
 - coursework.py   Handout (material, assignments), Extension, Submission: course work handed out and collected
-- usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs
+- usage.py         HolderEfficiency: how well each job attempt and notebook session used its GPUs; UsageDay(Course):
+                   the ledger's closed GPU time per lab day (partial sums for the day reports)
 - maintenance.py   Maintenance (windows with nodes out of service), Announcement (banners), Severity
 - ImageRule, the image allow-list's model, lives with its rule in labs/images.py and is imported here to register it.
 
@@ -36,7 +37,7 @@ from labs.models.reservations import (
     ReservationStatus,
 )
 from labs.models.telemetry import GpuAlert, GpuAlertKind, GpuMinute, NodeAgentToken
-from labs.models.usage import HolderEfficiency
+from labs.models.usage import HolderEfficiency, UsageDay, UsageDayCourse
 
 __all__ = [
     "Extension",
@@ -74,6 +75,8 @@ __all__ = [
     "ReservationNode",
     "ReservationStatus",
     "Severity",
+    "UsageDay",
+    "UsageDayCourse",
     "UsageReportSent",
     "node_name_validator",
 ]

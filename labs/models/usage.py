@@ -54,3 +54,40 @@ class HolderEfficiency(models.Model):
 
     def __str__(self) -> str:
         return f"efficiency of {self.holder_ref}"
+
+
+class UsageDay(models.Model):
+    """Partial sums beside the ledger: the GPU time of one person's closed ledger entries of one kind, booked to one
+    course (0: none), within one day of the lab's zone, in share-thousandths × microseconds (an exact integer: 1 GPU
+    for 1 s is 10^9). Kept in the close's own transaction (labs/usage/daysums.py); open entries are never in it."""
+
+    day = models.DateField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    course_key = models.IntegerField(default=0, help_text=gettext_lazy("The course's id; 0: booked to no course."))
+    kind = models.CharField(max_length=16)
+    share_us = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["day", "user", "course_key", "kind"], name="usage_day_key"),
+        ]
+        indexes = [models.Index(fields=["user", "day"], name="usage_day_user")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.user_id}/{self.course_key}/{self.kind}"
+
+
+class UsageDayCourse(models.Model):
+    """`UsageDay` summed over people: one row per day, course (0: none) and kind, what the lab's and a course's day
+    reports read (a few dozen rows a day, not thousands)."""
+
+    day = models.DateField()
+    course_key = models.IntegerField(default=0)
+    kind = models.CharField(max_length=16)
+    share_us = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "course_key", "kind"], name="usage_day_course_key")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.course_key}/{self.kind}"

@@ -199,10 +199,19 @@ def by_time(allocations: QuerySet[Allocation], window: Period, unit: str) -> lis
     if window.until <= window.start:
         return []
     edges = bucket_edges(window, unit)
+    return bucket_rows(edges, unit, bucket_seconds(allocations, window, edges))
+
+
+def bucket_seconds(allocations: QuerySet[Allocation], window: Period, edges: list[dt.datetime]) -> dict[int, float]:
+    """GPU-seconds within the window per bucket number (1..n of `edges`, which may reach beyond the window)."""
+    if window.until <= window.start:
+        return {}
     if connection.vendor == "postgresql":
-        held = _buckets_in_sql(allocations, window, edges)
-    else:
-        held = _buckets_here(allocations, window, edges)
+        return _buckets_in_sql(allocations, window, edges)
+    return _buckets_here(allocations, window, edges)
+
+
+def bucket_rows(edges: list[dt.datetime], unit: str, held: dict[int, float]) -> list[UsageRow]:
     return [
         UsageRow(
             key=bucket_start(edges[i], unit).isoformat(),

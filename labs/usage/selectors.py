@@ -24,7 +24,7 @@ from accounts.permissions import USAGE_COURSE_STAFF_ONLY, looks_after_courses
 from accounts.selectors import courses_staffed_by, people_of_courses_staffed_by, students_of, work_visible_to
 from labs.ledger import held_seconds
 from labs.models import Allocation, AllocationKind, HolderEfficiency, Reservation
-from labs.usage import accounting
+from labs.usage import accounting, dayreport
 from labs.usage.accounting import Period, UsageRow
 
 USE_KINDS = (AllocationKind.NOTEBOOK, AllocationKind.JOB)  # reservations hold nodes; the work on them is the use
@@ -80,8 +80,28 @@ def allocations_in_scope(scope: Scope, *, kinds: tuple[str, ...] = USE_KINDS) ->
     return rows
 
 
+def _summed_holders(scope: Scope, kinds: tuple[str, ...]) -> dayreport.Holders | None:
+    """The scope in the partial sums' terms, when it sees every entry of its person or course: an admin, or a person
+    asking for their own work. A teacher sees their course's entries by the day each began (inside the term), which
+    the sums do not keep apart: their reports read the ledger."""
+    viewer = scope.viewer
+    if viewer is None or not viewer.is_authenticated:
+        return None
+    if not (viewer.is_lab_admin or (scope.person is not None and scope.person.pk == viewer.pk)):
+        return None
+    return dayreport.Holders(
+        kinds=tuple(kinds),
+        user_id=scope.person.pk if scope.person is not None else None,
+        course_id=scope.course.pk if scope.course is not None else None,
+    )
+
+
 def usage_report(scope: Scope, window: Period, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
-    return accounting.usage(allocations_in_scope(scope, kinds=kinds), window, group_by)
+    allocations = allocations_in_scope(scope, kinds=kinds)
+    holders = _summed_holders(scope, kinds) if group_by in accounting.TIME_GROUPS else None
+    if holders is not None:
+        return dayreport.by_time(allocations, holders, window, group_by)
+    return accounting.usage(allocations, window, group_by)
 
 
 def usage_entries(scope: Scope, window: Period, *, kinds: tuple[str, ...] = USE_KINDS):

@@ -181,6 +181,9 @@ def test_bench_usage(tmp_path):
         report = figures["reports"][group]
         assert report["rows"] > 0 and 0 < report["p50_ms"] <= report["p95_ms"]
     assert figures["reports"]["day"]["rows"] == 181  # 1 February to 31 July
+    # The day report from the day sums beside the ledger says what the ledger alone says, to the second.
+    assert figures["reports"]["day (ledger only, before)"]["rows"] == 181 and figures["day_sums_agree"] is True
+    assert figures["day_sums"]["per_person"] > 0 and figures["day_sums"]["per_course"] > 0
     csv_figures = figures["csv"]
     assert 0 < csv_figures["rows"] < 3000 and csv_figures["rows_per_s"] > 0 and csv_figures["first_byte_ms"] > 0
     assert 0 < csv_figures["rss_mb_start"] <= csv_figures["rss_mb_peak"]

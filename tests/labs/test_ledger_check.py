@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import Notice
 from labs.ledger import GpuShare, Ref, allocation_open
-from labs.ledger_check import FINISHED_OPEN, NO_HOLDER, OVER_SHARE, ledger_violations
+from labs.ledger_check import DAY_SUMS, FINISHED_OPEN, NO_HOLDER, OVER_SHARE, ledger_violations
 from labs.models import (
     Allocation,
     NotebookProfile,
@@ -141,7 +141,7 @@ def test_an_open_entry_without_a_live_holder_and_a_finished_holder_left_open(gpu
     code, out = run_check("--json")
     assert code == 1
     result = json.loads(out)
-    assert result["ok"] is False and set(result["invariants"]) == {OVER_SHARE, NO_HOLDER, FINISHED_OPEN}
+    assert result["ok"] is False and set(result["invariants"]) == {OVER_SHARE, NO_HOLDER, FINISHED_OPEN, DAY_SUMS}
     sentences = {v["ref"]: v["sentence"] for v in result["violations"]}
     assert sentences["notebook:9999"] == "notebook:9999 has 1 open ledger entry but no live holder: no such holder."
     assert sentences[ended.ref].startswith(f"notebook {ended.pk} of ada (stopped) ended at ")

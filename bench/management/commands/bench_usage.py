@@ -5,7 +5,9 @@ fills it fast (generate_series in one INSERT each) with a year of ledger entries
 1/2 and 1/4, 10 min to 6 h each, a few still open) on 40 nodes for 2,000 people in 60 courses, and one efficiency row
 per entry. Then, in a `manage.py shell` on that database, as the portal reads it (labs.usage.selectors):
 
-- the admin's lab report for one term (February to July) grouped by course, by user and by day: p50/p95 of --runs;
+- the admin's lab report for one term (February to July) grouped by course, by user and by day (from the day sums
+  beside the ledger, filled as the migration fills them), and by day from the ledger alone as it was before those
+  sums (and whether the two agree to the second): p50/p95 of --runs;
 - the CSV export of every entry of the term as the API serves it on PostgreSQL (the header, then the chunks of
   `COPY (...) TO STDOUT`, labs.usage.accounting.entries_copy): first data byte, rows/s, and the process's RSS before
   and at its peak (constant memory: the peak does not grow with the rows);
@@ -78,12 +80,26 @@ with connection.cursor() as c:
     ''')
     c.execute("ANALYZE")
     c.execute("SELECT count(*) FROM labs_allocation")
-    print(json.dumps({"allocations": c.fetchone()[0]}))
+    allocations = c.fetchone()[0]
+# The day sums beside the ledger, as the migration fills them (tests/labs/usage/test_daysums.py checks this bulk fill
+# against the sums kept close by close).
+import time
+from labs.usage import daysums
+begun = time.monotonic()
+daysums.rebuild(*daysums.ledger_span())
+with connection.cursor() as c:
+    c.execute("ANALYZE labs_usageday")
+    c.execute("ANALYZE labs_usagedaycourse")
+    c.execute("SELECT (SELECT count(*) FROM labs_usageday), (SELECT count(*) FROM labs_usagedaycourse)")
+    per_person, per_course = c.fetchone()
+print(json.dumps({"allocations": allocations, "day_sums": {"per_person": per_person, "per_course": per_course,
+                                                           "fill_s": round(time.monotonic() - begun, 1)}}))
 """
 
 MEASURE = r"""
 import datetime as dt, json, os, statistics, time
 from django.db import connection
+from django.db.models import Sum
 from labs.models import Allocation
 from labs.usage import accounting, csvstream
 from labs.usage.accounting import Period
@@ -102,17 +118,27 @@ def rss_mb():
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
+def ledger_only(group):
+    # The day report as it was before the day sums: every entry of the term cut at midnight (the 'before').
+    return accounting.by_time(allocations_in_scope(scope), window, "day")
+
 out = {"reports": {}}
-for group in ("course", "user", "day"):
-    usage_report(scope, window, group)  # warm
+for name, report in (("course", usage_report), ("user", usage_report), ("day", usage_report),
+                     ("day (ledger only, before)", ledger_only)):
+    group = name.split()[0]
+    rows = report(scope, window, group) if report is usage_report else report(group)  # warm
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        rows = usage_report(scope, window, group)
+        rows = usage_report(scope, window, group) if report is usage_report else report(group)
         times.append((time.perf_counter() - start) * 1000)
     times.sort()
-    out["reports"][group] = {"rows": len(rows), "p50_ms": round(statistics.median(times), 1),
-                             "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
+    out["reports"][name] = {"rows": len(rows), "p50_ms": round(statistics.median(times), 1),
+                            "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
+day_rows = {r.key: r.gpu_seconds for r in usage_report(scope, window, "day")}
+before_rows = {r.key: r.gpu_seconds for r in ledger_only("day")}
+out["day_sums_agree"] = day_rows.keys() == before_rows.keys() and all(
+    abs(day_rows[k] - before_rows[k]) < 1e-3 for k in day_rows)
 
 rss_start = rss_peak = rss_mb()
 start = time.perf_counter()
@@ -145,7 +171,13 @@ if plans:
         field = accounting.KEY_GROUPS[group]
         query = accounting.in_window(use, window).order_by().values(field).annotate(held=accounting._weighted(window))
         explain(group, *query.query.sql_with_params())
-    explain("day", *accounting.buckets_sql(use, window, accounting.bucket_edges(window, "day")))
+    explain("day (ledger only, before)", *accounting.buckets_sql(use, window, accounting.bucket_edges(window, "day")))
+    from labs.models import UsageDayCourse
+    sums = (UsageDayCourse.objects.filter(day__gte="2026-02-01", day__lte="2026-07-31", kind__in=["notebook", "job"])
+            .order_by().values("day").annotate(held=Sum("share_us")).values_list("day", "held"))
+    explain("day sums", *sums.query.sql_with_params())
+    explain("day: open entries", *accounting.in_window(use.filter(ends_at__isnull=True), window).order_by()
+            .values_list("starts_at", "ends_at", "share").query.sql_with_params())
     inside = use.filter(starts_at__gte=window.start, starts_at__lt=window.until)
     page = inside.order_by("starts_at", "id").values_list(*accounting.ENTRY_COLUMNS)
     explain("csv_page", *page[:10000].query.sql_with_params())
@@ -182,12 +214,16 @@ class Command(BaseCommand):
                 env, MEASURE, timeout=3600, what="Measuring the usage reports",
                 extra_env={"BENCH_RUNS": str(options["runs"]), "BENCH_PLANS": "1" if options["plans"] else "0"},
             )  # fmt: skip
-        figures.update(allocations=filled["allocations"], fill_s=fill_s)
+        figures.update(allocations=filled["allocations"], day_sums=filled["day_sums"], fill_s=fill_s)
         if options["json"]:
             self.stdout.write(json.dumps(figures))
             return
         plans = figures.pop("plans", {})
         self.stdout.write(f"{figures['allocations']} ledger entries filled in {fill_s} s")
+        sums = figures["day_sums"]
+        self.stdout.write(f"day sums: {sums['per_person']} rows per person, {sums['per_course']} per course, filled "
+                          f"in {sums['fill_s']} s; the day report agrees with the ledger-only one to the second: "
+                          f"{'yes' if figures['day_sums_agree'] else 'NO'}")  # fmt: skip
         for group, report in figures["reports"].items():
             self.stdout.write(f"lab report by {group}: {report['rows']} rows, p50 {report['p50_ms']} ms, "
                               f"p95 {report['p95_ms']} ms")  # fmt: skip

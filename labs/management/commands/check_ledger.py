@@ -1,4 +1,5 @@
-"""Check the ledger's invariants (labs/ledger_check.py); exit 1, naming each violation, when one does not hold."""
+"""Check the ledger's invariants (labs/ledger_check.py), and that the day sums kept beside it agree with it; exit 1,
+naming each violation, when one does not hold."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.dateparse import parse_datetime
 
-from labs.ledger_check import INVARIANTS, ledger_violations
+from labs.ledger_check import INVARIANTS, day_sum_violations, ledger_violations
 
 
 class Command(BaseCommand):
@@ -15,7 +16,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", dest="as_json", help="Print the result as JSON.")
-        parser.add_argument("--since", help="Check GPU shares only from this ISO time on (default: the whole ledger).")
+        parser.add_argument(
+            "--since", help="Check GPU shares and day sums only from this ISO time on (default: the whole ledger)."
+        )
 
     def handle(self, *args, as_json: bool = False, since: str | None = None, **options):
         start = None
@@ -23,7 +26,7 @@ class Command(BaseCommand):
             start = parse_datetime(since)
             if start is None or start.tzinfo is None:
                 raise CommandError("--since takes an ISO date and time with its zone, e.g. 2025-03-01T00:00:00+01:00.")
-        violations = ledger_violations(since=start)
+        violations = ledger_violations(since=start) + day_sum_violations(since=start)
         if as_json:
             self.stdout.write(_dumps({"ok": not violations, "invariants": INVARIANTS, "violations": violations}))
         else:
