@@ -15,7 +15,9 @@ bubblewrap sandbox). For --duration-s it drives, from two client processes of th
 - watchers of the live GPU WebSocket (bench/ws_client.py).
 It prints p50/p95/p99 of page and of API answers, 5xx and other non-2xx answers by status, the WebSocket p99
 latency (sample to receive) and lost updates, the ledger's invariant, the load average and the server's RSS at the
-start and the end. Everything it starts stops by itself, also on Ctrl-C or an error.
+start and the end, and the web CPU per answer of pages, API reads and API writes against a bare-stack baseline
+endpoint the same servers answer meanwhile (bench.web_settings, bench.web_cpu). Everything it starts stops by
+itself, also on Ctrl-C or an error.
 """
 
 from __future__ import annotations
