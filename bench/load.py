@@ -9,7 +9,8 @@ when the run is over (after `duration_s`, and at most `REQUEST_TIMEOUT_S` more f
 - submitters: submit a tiny job (POST /api/v1/jobs/), read it and its log as the job's page does (after 1 s,
   then every JOB_POLL_S) until it is finished, wait a moment, and again;
 - teachers: the reservations week page (a session cookie, as a browser), a reservation's page, the reservations
-  API and the availability API, with a pause between them.
+  API and the availability API, with a pause between them;
+- the baseline: GET /bench/baseline/ (bench.web_urls) at a low steady rate, `baseline_per_s`, timed apart.
 
 Every answer is timed and counted by status; pages (not /api/) and API answers separately. Every loop stops at
 the deadline and has a count limit besides.
@@ -36,8 +37,8 @@ SETTLED_NOTEBOOK = {"ready", "failed", "stopped"}
 
 class Tally:
     def __init__(self) -> None:
-        self.ms: dict[str, list[float]] = {"page": [], "api": []}
-        self.statuses: dict[str, Counter] = {"page": Counter(), "api": Counter()}
+        self.ms: dict[str, list[float]] = {"page": [], "api": [], "baseline": []}
+        self.statuses: dict[str, Counter] = {"page": Counter(), "api": Counter(), "baseline": Counter()}
         self.by_name: dict[str, list[float]] = {}
         self.transport_errors = 0
         self.notebooks = Counter()
@@ -45,14 +46,14 @@ class Tally:
         self.jobs = Counter()
 
     def record(self, name: str, path: str, status: int, ms: float) -> None:
-        kind = "api" if path.startswith("/api/") else "page"
+        kind = "baseline" if path.startswith("/bench/") else "api" if path.startswith("/api/") else "page"
         self.ms[kind].append(ms)
         self.statuses[kind][status] += 1
         self.by_name.setdefault(name, []).append(ms)
 
     def result(self) -> dict:
         out: dict = {"transport_errors": self.transport_errors}
-        for kind in ("page", "api"):
+        for kind in ("page", "api", "baseline"):
             values = sorted(self.ms[kind])
             statuses = self.statuses[kind]
             out[f"{kind}_answers"] = len(values)
@@ -197,6 +198,15 @@ class People:
             if not await self.pause(self.rng.uniform(1.0, 3.0)):
                 return
 
+    async def baseline(self, token: str, per_s: float) -> None:
+        """The bare-stack baseline's light client: one request every 1/per_s seconds, on a fixed beat."""
+        beat = time.monotonic()
+        for _ in range(MAX_LOOPS * 10):
+            await self.call("GET /bench/baseline/", "GET", "/bench/baseline/", token=token)
+            beat += 1.0 / per_s
+            if not await self.pause(beat - time.monotonic()):
+                return
+
 
 async def main() -> None:
     config = json.loads(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
@@ -208,6 +218,8 @@ async def main() -> None:
         tasks = [people.student(token) for token in config["students"]]
         tasks += [people.submitter(token) for token in config["submitters"]]
         tasks += [people.teacher(person) for person in config["teachers"]]
+        if config.get("baseline_per_s"):
+            tasks.append(people.baseline(config["baseline_token"], config["baseline_per_s"]))
         print(json.dumps({"event": "started"}), flush=True)
         running = [asyncio.ensure_future(task) for task in tasks]
         _done, late = await asyncio.wait(running, timeout=config["duration_s"] + REQUEST_TIMEOUT_S + 5)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from accounts.selectors import effective_quota
+from accounts.selectors import QuotaLimits, effective_quota
 from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
@@ -75,11 +75,13 @@ def _reservation_users(reservations: Iterable[Reservation], now: dt.datetime) ->
     return {pk: frozenset(user_key(user_id) for user_id in user_ids) for pk, user_ids in people.items()}
 
 
-def _quotas(user_ids: set[int], now: dt.datetime) -> dict[str, Quota]:
+def _quotas(user_ids: set[int], now: dt.datetime, known: dict[int, QuotaLimits] | None = None) -> dict[str, Quota]:
+    """Everyone's limits and what is left of their week; `known`: limits the caller has just read (by user id)."""
     quotas = {}
+    known = known or {}
     used_by = week_gpu_hours_by_user(user_ids, now=now)  # one query for everyone waiting
     for user in User.objects.filter(pk__in=user_ids):
-        limits = effective_quota(user)
+        limits = known[user.pk] if user.pk in known else effective_quota(user)
         used = used_by.get(user.pk, 0)
         quotas[user_key(user.pk)] = Quota(
             max_jobs=limits.max_jobs,
@@ -202,8 +204,10 @@ def _expected_runtimes(jobs: list[Job], now: dt.datetime) -> dict[int, float]:
     return {pk: p.expected_s for pk, p in runtime_predictions(jobs, now=now).items() if p.confidence != "none"}
 
 
-def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapshot:
-    """Everything one pass looks at, read from the database now."""
+def snapshot(
+    *, now: dt.datetime, extra: Iterable[QueuedJob] = (), limits: dict[int, QuotaLimits] | None = None
+) -> LabSnapshot:
+    """Everything one pass looks at, read from the database now (`limits`: quotas just read, by user id)."""
     queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
     placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
     expected = _expected_runtimes([*queued.values(), *placed.values()], now)
@@ -218,7 +222,7 @@ def snapshot(*, now: dt.datetime, extra: Iterable[QueuedJob] = ()) -> LabSnapsho
         queued=[queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra,
         running=running,
         usage=_usage(now, policy_config().half_life_s),
-        quotas=_quotas(users, now),
+        quotas=_quotas(users, now, limits),
     )
     return LabSnapshot(state=state, queued=queued, placed=placed, gpu_ids=gpu_ids)
 
@@ -358,10 +362,11 @@ class Preview:
     help: str = ""  # where a limit that says no is explained (the help page's row: QuotaExceeded's `help`)
 
 
-def preview(job: QueuedJob, *, now: dt.datetime | None = None) -> Preview:
-    """A dry run of the policy with `job` added to the queue as it is now. Writes nothing."""
+def preview(job: QueuedJob, *, now: dt.datetime | None = None, limits: dict[int, QuotaLimits] | None = None) -> Preview:
+    """A dry run of the policy with `job` added to the queue as it is now. Writes nothing. `limits`: the quotas
+    the caller has just read in the same transaction (job_submit's check), by user id, so they are not read twice."""
     now = now or timezone.now()
-    snap = snapshot(now=now, extra=[job])
+    snap = snapshot(now=now, extra=[job], limits=limits)
     result = schedule(snap.state, policy_config())
     for start in result.starts:
         if start.job_id == job.id:

@@ -166,6 +166,10 @@ def test_bench_portal(tmp_path):
     assert figures["http"]["notebooks"]["accepted"] == 5 and figures["http"]["jobs"]["submitted"] >= 1
     assert figures["ledger"]["ledger_over_100pct"] == 0 and figures["ledger"]["allocation_rows"] >= 1
     assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
+    # The bare-stack baseline answered all through, and each class's CPU is set against it.
+    by_class = figures["web_cpu_by_class"]["classes"]
+    assert figures["http"]["baseline_answers"] > 0 and by_class["baseline"]["answers"] > 0
+    assert by_class["page"]["x_baseline"] > 0 and by_class["api_read"]["x_baseline"] > 0
 
 
 @pytest.mark.postgresql_only

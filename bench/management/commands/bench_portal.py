@@ -15,7 +15,9 @@ bubblewrap sandbox). For --duration-s it drives, from two client processes of th
 - watchers of the live GPU WebSocket (bench/ws_client.py).
 It prints p50/p95/p99 of page and of API answers, 5xx and other non-2xx answers by status, the WebSocket p99
 latency (sample to receive) and lost updates, the ledger's invariant, the load average and the server's RSS at the
-start and the end. Everything it starts stops by itself, also on Ctrl-C or an error.
+start and the end, and the web CPU per answer of pages, API reads and API writes against a bare-stack baseline
+endpoint the same servers answer meanwhile (bench.web_settings, bench.web_cpu). Everything it starts stops by
+itself, also on Ctrl-C or an error.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from bench.kit import (
     wait_up,
 )
 from bench.ledger import ledger_check
+from bench.web_cpu import describe, per_class, read_sums
 
 SETUP = """
 import datetime as dt, json, os
@@ -126,6 +129,7 @@ class Command(BaseCommand):
         parser.add_argument("--db-pool-max", type=int, default=15, help="DATABASE_POOL_MAX_SIZE per process.")
         parser.add_argument("--ramp-s", type=float, default=60.0, help="Students press Start within this window.")
         parser.add_argument("--seed", type=int, default=1)
+        parser.add_argument("--baseline-per-s", type=float, default=5.0, help="The bare-stack baseline's rate.")
 
     def handle(self, *args, **options):
         limits = {"students": 5000, "watchers": 20_000, "submitters": 1000, "teachers": 500}
@@ -219,19 +223,23 @@ class Command(BaseCommand):
                 + ["--schedule", str(workdir / "celerybeat-schedule")],
                 "collector": [python, "manage.py", "telemetry_collect"],
             }
+            # The web processes carry the baseline endpoint and the CPU per class (bench.web_settings).
+            (workdir / "cpu").mkdir()
+            web_env = {**env, "DJANGO_SETTINGS_MODULE": "bench.web_settings", "BENCH_CPU_DIR": str(workdir / "cpu")}
             for name in names:
                 processes[name] = subprocess.Popen(  # noqa: S603 - this interpreter, fixed argv
-                    commands[name], cwd=ROOT, env=env, stdout=logs[name], stderr=subprocess.STDOUT
-                )
+                    commands[name], cwd=ROOT, env=web_env if name == "web" else env, stdout=logs[name],
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
             wait_up(f"{portal_url}/healthz", processes["web"])
-            result = self._measure(options, people, port, processes)
+            result = self._measure(options, people, port, processes, workdir / "cpu")
         finally:
             stop_all(processes, logs, workdir, self._say)
             hub.close()
         result["ledger"] = ledger_check(env, have_check_ledger="check_ledger" in get_commands())
         return result
 
-    def _measure(self, options, people: dict, port: int, processes: dict[str, subprocess.Popen]) -> dict:
+    def _measure(self, options, people: dict, port: int, processes: dict[str, subprocess.Popen], cpu_dir) -> dict:
         web = processes["web"]
         watchers = processes["watchers"] = self._client("bench.ws_client")
         tokens = people["students"][:85] + [t["token"] for t in people["teachers"]] + [people["admin"]]
@@ -244,7 +252,7 @@ class Command(BaseCommand):
         client_event(watchers, "measuring")
         self._say(f"    {connected['connected']} connected, {connected['failed']} failed")
         load_start, rss_start, started = os.getloadavg()[0], rss_mb(web.pid), time.monotonic()
-        cpu_start = {name: cpu_s(processes[name].pid) for name in ("web", "worker")}
+        cpu_start, sums_start = {name: cpu_s(processes[name].pid) for name in ("web", "worker")}, read_sums(cpu_dir)
         rss_series = [rss_start]
         load = processes["load"] = self._client("bench.load")
         self._send(load, {
@@ -252,6 +260,7 @@ class Command(BaseCommand):
             "ramp_s": min(options["ramp_s"], float(options["duration_s"])), "profile": "bench-tenth",
             "students": people["students"], "submitters": people["submitters"], "teachers": people["teachers"],
             "weeks": people["weeks"], "seed": options["seed"],
+            "baseline_token": people["admin"], "baseline_per_s": options["baseline_per_s"],
         })  # fmt: skip
         client_event(load, "started")
         cpu_start["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid)
@@ -265,6 +274,7 @@ class Command(BaseCommand):
             self._say(f"    {time.monotonic() - started:5.0f} s  server RSS {rss_series[-1]} MB")
         rss_end, load_end, measured_s = rss_mb(web.pid), os.getloadavg()[0], time.monotonic() - started
         cpu = {name: cpu_s(processes[name].pid) - cpu_start[name] for name in ("web", "worker")}
+        by_class = per_class(sums_start, read_sums(cpu_dir), cpu["web"])
         cpu["clients"] = cpu_s(load.pid) + cpu_s(watchers.pid) - cpu_start["clients"]
         http = client_event(load, "result", timeout_s=120)
         # The collector stops first, so every watcher can take the last update before counting what it lost.
@@ -299,7 +309,10 @@ class Command(BaseCommand):
             "web_cpu_pct": round(100.0 * cpu["web"] / measured_s, 1),
             "worker_cpu_pct": round(100.0 * cpu["worker"] / measured_s, 1),
             "clients_cpu_pct": round(100.0 * cpu["clients"] / measured_s, 1),
-            "web_cpu_ms_per_answer": round(1000.0 * cpu["web"] / max(1, http["page_answers"] + http["api_answers"]), 1),
+            "web_cpu_ms_per_answer": round(
+                1000.0 * cpu["web"] / max(1, http["page_answers"] + http["api_answers"] + http["baseline_answers"]), 1
+            ),
+            "web_cpu_by_class": by_class,
             "load_avg_start": round(load_start, 2),
             "load_avg_end": round(load_end, 2),
             "cpus": os.cpu_count(),
@@ -343,6 +356,7 @@ class Command(BaseCommand):
             f" (max {r['rss_mb_max']});  load average {r['load_avg_start']} -> {r['load_avg_end']} on {r['cpus']} CPUs",
             f"  CPU (of one core): web {r['web_cpu_pct']} % ({r['web_cpu_ms_per_answer']} ms per answer, WebSocket"
             f" included), Celery worker {r['worker_cpu_pct']} %, the two client processes {r['clients_cpu_pct']} %",
+            describe(r["web_cpu_by_class"]),
             "  slowest endpoints (p95): "
             + ", ".join(
                 f"{name} {v['p95_ms']} ms"

@@ -1,6 +1,7 @@
 """The reservation pages as people use them: book, see, cancel, approve; and what each role may see."""
 
 import datetime as dt
+import re
 
 import pytest
 from django.utils import timezone
@@ -215,6 +216,19 @@ def test_the_timeline_spans_a_dst_week_by_real_hours(client, lab, settings):
     html = client.get("/lab/reservations/?week=2030-10-23").content.decode()
     assert "Week of 2030-10-21" in html
     assert f'left: {round(100 * 144 / 169, 3)}%">Sun 27' in html
+
+
+def test_the_timeline_places_days_and_bookings_in_portuguese_too(client, lab):
+    # CSS reads "left: 14.286%"; the Brazilian number format ("14,286") put every day and block at the week's start.
+    ada = signed_in(client, "ada", "teacher")
+    ada.language = "pt-br"
+    ada.save(update_fields=["language"])
+    client.post("/lab/reservations/new/", form(node_count="1", start="10:30", end="13:15"))
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    assert '<html lang="pt-br">' in html
+    styles = re.findall(r'style="(left: [^"]*)"', html[html.index('data-testid="timeline"') :])
+    positions = [float(value) for style in styles for value in re.findall(r"(?:left|width): ([^%;]*)%", style)]
+    assert len(positions) >= 7 * 2 + 2 and any(value != int(value) for value in positions)
 
 
 def test_admin_approves_from_the_approvals_page(client, lab):
