@@ -9,7 +9,8 @@ each, and an admin. Then it starts on 127.0.0.1, as production runs it (DEBUG of
 pool on): uvicorn with portal.asgi, a Celery worker and beat on --redis-url, the telemetry collector with the
 simulator, and JupyterHub with the echo spawner. Jobs are simulated (--job-processes sim: JOBS_BACKEND=simulated,
 no process, so that the measured cores serve the portal, as the echo spawner does for notebooks) or run on the
-local backend (--job-processes sandbox: SINGLE_MACHINE_LAB, in the bubblewrap sandbox). For --duration-s it drives, from two client processes of their own:
+local backend (--job-processes sandbox: SINGLE_MACHINE_LAB, in the bubblewrap sandbox). For --duration-s it
+drives, from two client processes of their own:
 - students pressing Start within the first minute and following their notebook (bench/load.py),
 - people submitting small jobs, following them and reading their logs (bench/load.py),
 - teachers browsing the reservation pages and API (bench/load.py),
