@@ -54,6 +54,19 @@ def check_where_user_code_runs(app_configs=None, **kwargs) -> list[checks.CheckM
     return []
 
 
+@checks.register(checks.Tags.security, deploy=True)
+def check_jobs_really_run(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
+    if settings.JOBS_BACKEND != "simulated":
+        return []
+    return [
+        checks.Error(
+            "JOBS_BACKEND = simulated: jobs would never run (it is bench_portal's stand-in).",
+            hint="Use kubernetes, or local with SINGLE_MACHINE_LAB=true.",
+            id="jobs.E006",
+        )
+    ]
+
+
 @checks.register("settings")
 def check_local_uids_and_storage_limits(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """The per-person uid range fits uid_t (jobs.E004); JOBS_STORAGE_LIMITS reads (jobs.E005)."""

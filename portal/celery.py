@@ -15,6 +15,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
+# There is no result backend (CELERY_RESULT_BACKEND = None): the disabled one serves every thread alike. Unless told
+# so, Celery builds it again in each new thread, scanning every installed package's entry points; under ASGI each
+# request runs in a thread of its own, so every request that queues a task (pressing Start, submitting a job) paid
+# some 10 ms of CPU for it (bench_portal, issue 32). Not a CELERY_* setting: Celery reads it from its own conf only.
+app.conf.result_backend_thread_safe = True
 app.autodiscover_tasks()
 # Capabilities inside an app keep their tasks in their own folder.
 app.autodiscover_tasks(["labs.reservations"])

@@ -26,6 +26,19 @@ def test_celery_is_json_only_with_late_acks_and_time_limits():
     assert conf.broker_url.startswith("redis://")
 
 
+def test_a_request_thread_that_queues_a_task_reuses_the_one_result_backend():
+    # Under ASGI each request is a new thread: Celery built its (disabled) result backend again in each, scanning
+    # every installed package's entry points, some 10-20 ms of CPU per Start pressed (bench_portal, issue 32).
+    import threading
+
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(celery_app.backend)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+        thread.join()
+    assert seen[0] is seen[1] is celery_app.backend
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # send_task always goes to the broker
 def test_a_real_worker_runs_the_inventory_sync(tmp_path):

@@ -1,6 +1,5 @@
-"""Where training jobs run: Kubernetes batch/v1 Jobs in the lab, processes on this machine locally.
-
-settings.JOBS_BACKEND picks one; both speak the contract in base.py.
+"""Where training jobs run: Kubernetes batch/v1 Jobs in the lab, processes on this machine locally, or nowhere
+(simulated: bench_portal). settings.JOBS_BACKEND picks one; all speak the contract in base.py.
 """
 
 from __future__ import annotations
@@ -15,6 +14,10 @@ def get_job_backend() -> JobBackend:
         from jobs.backends.kubernetes import KubernetesJobs
 
         return KubernetesJobs()
+    if settings.JOBS_BACKEND == "simulated":
+        from jobs.backends.simulated import SimulatedJobs
+
+        return SimulatedJobs()
     from jobs.backends.local import LocalJobs
 
     return LocalJobs()

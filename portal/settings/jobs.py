@@ -11,7 +11,11 @@ from portal.settings.base import DEBUG, VAR_DIR
 # --- Training jobs
 # Where jobs run: subprocesses on this machine (local: the run command, the demo, tests) or batch/v1 Jobs.
 # Outside DEBUG the cluster, unless SINGLE_MACHINE_LAB (see "Where user code runs" in lab.py).
-JOBS_BACKEND = envchoice("JOBS_BACKEND", "local" if DEBUG else "kubernetes", ("local", "kubernetes"))
+JOBS_BACKEND = envchoice("JOBS_BACKEND", "local" if DEBUG else "kubernetes", ("local", "kubernetes", "simulated"))
+# `simulated` runs nothing (bench_portal's default: the portal measured without job processes on its cores): an attempt
+# is pending for JOBS_SIMULATED_START_S, runs for JOBS_SIMULATED_RUN_S (at most its max runtime), then succeeds.
+JOBS_SIMULATED_START_S = envint("JOBS_SIMULATED_START_S", 1, minimum=0)
+JOBS_SIMULATED_RUN_S = envint("JOBS_SIMULATED_RUN_S", 2, minimum=0)
 # Local jobs run sandboxed (jobs/backends/sandbox.py: bubblewrap, no network, none of the portal's files), with each
 # rank's log capped at JOBS_LOG_MAX_BYTES and at most JOBS_LOCAL_MAX_PROCESSES processes of their user.
 # When the portal runs as root, each person's jobs (and local notebooks) run as a uid of their own:

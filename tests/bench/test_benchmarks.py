@@ -142,6 +142,19 @@ def test_bench_portal_without_watchers(tmp_path):
     assert figures["errors_5xx"] == 0 and figures["http"]["notebooks"]["accepted"] == 2
 
 
+@pytest.mark.postgresql_only
+def test_bench_portal_with_sandboxed_jobs(tmp_path):
+    # `--job-processes sandbox`: the jobs run as real sandboxed processes of the local backend, as before sim.
+    server = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/portal").rsplit("/", 1)[0]
+    figures = manage(
+        "bench_portal", "--students", "1", "--watchers", "0", "--submitters", "1", "--teachers", "1",
+        "--duration-s", "8", "--job-processes", "sandbox", "--database-url", f"{server}/postgres",
+        "--redis-url", settings.REDIS_URL, "--json", var_dir=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert figures["job_processes"] == "sandbox" and figures["errors_5xx"] == 0
+    assert figures["http"]["jobs"]["submitted"] >= 1
+
+
 PORTAL_FIGURES = {
     "p50_page_ms", "p95_page_ms", "p99_page_ms", "p50_api_ms", "p95_api_ms", "p99_api_ms", "errors_5xx", "non_2xx",
     "transport_errors", "ws_p99_latency_ms", "ws_lost_updates", "ws_connected", "rss_mb_start", "rss_mb_end",
@@ -164,6 +177,7 @@ def test_bench_portal(tmp_path):
     assert figures["errors_5xx"] == 0 and figures["transport_errors"] == 0
     assert figures["ws_connected"] == 10 and figures["ws_lost_updates"] == 0 and figures["ws_p99_latency_ms"] > 0
     assert figures["http"]["notebooks"]["accepted"] == 5 and figures["http"]["jobs"]["submitted"] >= 1
+    assert figures["job_processes"] == "sim"  # the default: jobs pretend to run, no process on the measured cores
     assert figures["ledger"]["ledger_over_100pct"] == 0 and figures["ledger"]["allocation_rows"] >= 1
     assert figures["rss_mb_start"] > 0 and figures["rss_mb_end"] > 0
     # The bare-stack baseline answered all through, and each class's CPU is set against it.

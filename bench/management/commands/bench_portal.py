@@ -7,8 +7,10 @@ It makes a throwaway PostgreSQL database on the server --database-url names (cre
 nodes, one course of students with a tenth-GPU notebook profile, people who submit jobs, teachers with a reservation
 each, and an admin. Then it starts on 127.0.0.1, as production runs it (DEBUG off, made-up secrets, the database
 pool on): uvicorn with portal.asgi, a Celery worker and beat on --redis-url, the telemetry collector with the
-simulator, and JupyterHub with the echo spawner; jobs run on the local backend (SINGLE_MACHINE_LAB, in the
-bubblewrap sandbox). For --duration-s it drives, from two client processes of their own:
+simulator, and JupyterHub with the echo spawner. Jobs are simulated (--job-processes sim: JOBS_BACKEND=simulated,
+no process, so that the measured cores serve the portal, as the echo spawner does for notebooks) or run on the
+local backend (--job-processes sandbox: SINGLE_MACHINE_LAB, in the bubblewrap sandbox). For --duration-s it
+drives, from two client processes of their own:
 - students pressing Start within the first minute and following their notebook (bench/load.py),
 - people submitting small jobs, following them and reading their logs (bench/load.py),
 - teachers browsing the reservation pages and API (bench/load.py),
@@ -130,6 +132,12 @@ class Command(BaseCommand):
         parser.add_argument("--ramp-s", type=float, default=60.0, help="Students press Start within this window.")
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--baseline-per-s", type=float, default=5.0, help="The bare-stack baseline's rate.")
+        parser.add_argument(
+            "--job-processes", choices=("sim", "sandbox"), default="sim",
+            help="sim: jobs only pretend to run (JOBS_BACKEND=simulated, no process on the measured cores);"
+            " sandbox: real sandboxed processes of the local backend.",
+        )  # fmt: skip
+        parser.add_argument("--job-run-s", type=int, default=2, help="How long a simulated job runs.")
 
     def handle(self, *args, **options):
         limits = {"students": 5000, "watchers": 20_000, "submitters": 1000, "teachers": 500}
@@ -170,7 +178,8 @@ class Command(BaseCommand):
             SECURE_SSL_REDIRECT="false",
             SESSION_COOKIE_SECURE="false",
             SINGLE_MACHINE_LAB="true",
-            JOBS_BACKEND="local",
+            JOBS_BACKEND="simulated" if options["job_processes"] == "sim" else "local",
+            JOBS_SIMULATED_RUN_S=str(options["job_run_s"]),
             JOBS_SCHEDULE_INTERVAL_S="5",
             JOBS_FOLLOW_INTERVAL_S="1",
             NOTEBOOKS_TICK_S="1",
@@ -318,6 +327,7 @@ class Command(BaseCommand):
             "cpus": os.cpu_count(),
             "web_workers": options["web_workers"],
             "db_pool": options["db_pool"],
+            "job_processes": options["job_processes"],
             "http": http,
         }
 
@@ -341,7 +351,7 @@ class Command(BaseCommand):
         lines = [
             f"whole portal: {r['students']} students, {r['watchers']} watchers, {r['submitters']} submitters,"
             f" {r['teachers']} teachers for {r['duration_s']} s; {r['gpus']} GPUs, {r['web_workers']} uvicorn"
-            f" workers, database pool {'on' if r['db_pool'] else 'off'}",
+            f" workers, database pool {'on' if r['db_pool'] else 'off'}, jobs {r['job_processes']}",
             f"  pages ({h['page_answers']}): p50 {r['p50_page_ms']} ms, p95 {r['p95_page_ms']} ms,"
             f" p99 {r['p99_page_ms']} ms",
             f"  API ({h['api_answers']}): p50 {r['p50_api_ms']} ms, p95 {r['p95_api_ms']} ms, p99 {r['p99_api_ms']} ms",
