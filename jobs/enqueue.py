@@ -2,9 +2,11 @@
 
 The names are the tasks' registered names (jobs/tasks.py declares them with these; in-flight messages and the
 beat schedule in portal/settings/workers.py name them too, so they never change). A task is looked up by name in the
-Celery app's registry and sent with `apply_async`, so CELERY_TASK_ALWAYS_EAGER (the tests, the embedded run)
-runs it in-process as before, where `send_task` would ignore that setting. A process that has not imported the
-task modules yet (a web process) imports them once, as a worker does at start, through Celery's autodiscovery.
+With a worker (not CELERY_TASK_ALWAYS_EAGER) a task goes by name (`send_task`): the web process need not import the
+task modules, and two requests at once cannot race on that import (one saw `NotRegistered` while the other was
+half-way through it). Eager (the tests, the embedded run) it is looked up in the Celery app's registry and run
+in-process with `apply_async`, where `send_task` would ignore that setting; the task modules are imported once,
+under a lock, as a worker does at start, through Celery's autodiscovery.
 
 Most sends wait for the commit of the transaction that decided them (`*_after_commit`): the worker must see the
 rows the service wrote, and a rolled-back decision sends nothing.
@@ -12,9 +14,11 @@ rows the service wrote, and a rolled-back decision sends nothing.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 SCHEDULE_PASS = "jobs.tasks.schedule_pass"
@@ -23,16 +27,23 @@ STOP = "jobs.tasks.stop"
 FOLLOW = "jobs.tasks.follow"
 
 
+_IMPORTING = threading.Lock()
+
+
 def _task(name: str) -> Any:
-    tasks = current_app.tasks
-    if name not in tasks:
-        current_app.loader.import_default_modules()  # every app's tasks module, as a starting worker does
+    if name not in current_app.tasks:
+        with _IMPORTING:  # one thread imports; the others wait for the whole module, never a half-made one
+            if name not in current_app.tasks:
+                current_app.loader.import_default_modules()  # every app's tasks module, as a starting worker does
     return current_app.tasks[name]
 
 
 def send(name: str, *args: Any) -> None:
     """Send the task now (eager settings: run it now)."""
-    _task(name).apply_async(args=args)
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        _task(name).apply_async(args=args)
+    else:
+        current_app.send_task(name, args=args)
 
 
 def send_after_commit(name: str, *args: Any) -> None:

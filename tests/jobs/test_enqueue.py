@@ -65,3 +65,35 @@ def test_a_fresh_process_finds_the_tasks_by_name_without_importing_them():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["jobs.tasks.dispatch", "True"]
+
+
+def test_with_a_worker_a_web_process_sends_by_name_and_many_threads_at_once_all_send(settings):
+    """Not eager (a worker takes the tasks): no import of jobs.tasks in the web process, so no request can see the
+    half-imported module (`NotRegistered` when two requests raced on that import); sixteen threads all send."""
+    code = (
+        "import sys, threading, django; django.setup()\n"
+        "from django.conf import settings\n"
+        "settings.CELERY_TASK_ALWAYS_EAGER = False\n"
+        "from celery import current_app\n"
+        "sent, errors = [], []\n"
+        "current_app.send_task = lambda name, args=(): sent.append((name, tuple(args)))\n"
+        "from jobs import enqueue\n"
+        "def one(n):\n"
+        "    try:\n"
+        "        enqueue.send(enqueue.DISPATCH, n, 1)\n"
+        "    except Exception as error:\n"
+        "        errors.append(repr(error))\n"
+        "threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]\n"
+        "[t.start() for t in threads]; [t.join() for t in threads]\n"
+        "print(len(sent), len(errors), 'jobs.tasks' in sys.modules, sorted(set(name for name, _ in sent)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["16", "0", "False", "['jobs.tasks.dispatch']"]
