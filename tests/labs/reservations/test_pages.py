@@ -259,3 +259,16 @@ def test_students_and_teachers_may_not_decide(client, lab):
     client.login(username="ada", password=PASSWORD)
     assert client.post(f"/lab/reservations/{r.pk}/decide/", {"decision": "approve"}).status_code == 403
     assert Reservation.objects.get().status == "pending"
+
+
+def test_every_node_row_has_the_days_lines_and_the_now_line_in_the_readers_language(client, lab):
+    ada = signed_in(client, "ada", "teacher")
+    ada.language = "pt-br"
+    ada.save(update_fields=["language"])
+    html = client.get("/lab/reservations/").content.decode()  # this week: the "now" line shows
+    timeline = html[html.index('data-testid="timeline"') : html.index('data-testid="week-table"')]
+    rows = timeline.split('class="tl-row" data-node=')[1:]
+    assert len(rows) == len(lab)
+    for row in rows:
+        assert len(re.findall(r'<span class="tl-grid" style="left: \d+(?:\.\d+)?%"></span>', row)) == 7
+        assert re.search(r'<span class="tl-now" style="left: \d+(?:\.\d+)?%" title="Agora"></span>', row)
