@@ -46,6 +46,18 @@ def test_a_submit_schedules_a_pass_only_once_it_commits(django_capture_on_commit
     assert job.state in (JobState.STARTING, JobState.RUNNING)
 
 
+def _fresh_process(code: str) -> subprocess.CompletedProcess:
+    """Run `code` in a new Python process on the tests' settings, as a web process starts."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_a_fresh_process_finds_the_tasks_by_name_without_importing_them():
     code = (
         "import sys, django; django.setup()\n"
@@ -55,19 +67,12 @@ def test_a_fresh_process_finds_the_tasks_by_name_without_importing_them():
         "from celery import current_app\n"
         "print(task.name, current_app.conf.task_always_eager)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=settings.BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _fresh_process(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["jobs.tasks.dispatch", "True"]
 
 
-def test_with_a_worker_a_web_process_sends_by_name_and_many_threads_at_once_all_send(settings):
+def test_with_a_worker_a_web_process_sends_by_name_and_many_threads_at_once_all_send():
     """Not eager (a worker takes the tasks): no import of jobs.tasks in the web process, so no request can see the
     half-imported module (`NotRegistered` when two requests raced on that import); sixteen threads all send."""
     code = (
@@ -87,13 +92,6 @@ def test_with_a_worker_a_web_process_sends_by_name_and_many_threads_at_once_all_
         "[t.start() for t in threads]; [t.join() for t in threads]\n"
         "print(len(sent), len(errors), 'jobs.tasks' in sys.modules, sorted(set(name for name, _ in sent)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=settings.BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _fresh_process(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["16", "0", "False", "['jobs.tasks.dispatch']"]
