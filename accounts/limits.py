@@ -55,7 +55,7 @@ def role_limits(role: str) -> list[dict]:
     """The limits a role has by the lab's policy (the role's quota, else the built-in default), in words, for the
     help pages: name, label, meaning, value. A person's own or their course's limits may be more generous."""
     from accounts.models import Quota
-    from accounts.selectors import ROLE_DEFAULTS
+    from accounts.quotas import ROLE_DEFAULTS
 
     policy = Quota.objects.filter(role=role).first()
     names = STUDENT_LIMITS if role == "student" else Quota.LIMIT_FIELDS

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
-from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
@@ -13,77 +11,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.errors import NotFound
-from accounts.models import ApiToken, Course, CourseRole, Enrollment, Quota, Role, RosterInvitation, User
-from accounts.more_requests_selectors import weekly_gpu_hours_with_overrides
+from accounts.models import ApiToken, Course, CourseRole, Enrollment, Role, RosterInvitation, User
 from accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
 from accounts.timefmt import fmt_datetime
-
-# The policy a role gets when an admin has not written one (or left a limit blank).
-ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
-    Role.STUDENT: {
-        "max_notebooks": 1,
-        "notebook_gpu_share": Decimal("0.25"),
-        "gpu_hours_week": Decimal("20"),
-        "max_jobs": 2,
-        "max_gpus_per_job": 1,
-        "reservation_max_nodes": 0,
-        "reservation_max_hours": Decimal("0"),
-        "reservation_node_hours_week": Decimal("0"),
-        "reservation_horizon_days": 0,
-        "reservation_notice_min": 60,
-        "reservation_approval_nodes": 0,
-    },
-    Role.TEACHER: {
-        "max_notebooks": 2,
-        "notebook_gpu_share": Decimal("1"),
-        "gpu_hours_week": Decimal("200"),
-        "max_jobs": 8,
-        "max_gpus_per_job": 8,
-        "reservation_max_nodes": 40,
-        "reservation_max_hours": Decimal("8"),
-        "reservation_node_hours_week": Decimal("160"),
-        "reservation_horizon_days": 180,
-        "reservation_notice_min": 30,
-        "reservation_approval_nodes": 20,
-    },
-    Role.ADMIN: {
-        "max_notebooks": 4,
-        "notebook_gpu_share": Decimal("1"),
-        "gpu_hours_week": Decimal("10000"),
-        "max_jobs": 40,
-        "max_gpus_per_job": 40,
-        "reservation_max_nodes": 40,
-        "reservation_max_hours": Decimal("168"),
-        "reservation_node_hours_week": Decimal("10000"),
-        "reservation_horizon_days": 365,
-        "reservation_notice_min": 0,
-        "reservation_approval_nodes": 40,
-    },
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class QuotaLimits:
-    max_notebooks: int
-    notebook_gpu_share: Decimal
-    gpu_hours_week: Decimal
-    max_jobs: int
-    max_gpus_per_job: int
-    reservation_max_nodes: int
-    reservation_max_hours: Decimal
-    reservation_node_hours_week: Decimal
-    reservation_horizon_days: int
-    reservation_notice_min: int
-    reservation_approval_nodes: int
-    # Where each limit came from, for the person reading it: "user", "course CS101", "role", "default".
-    sources: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
-
-    def as_dict(self) -> dict[str, int | float]:
-        return {
-            name: (float(value) if isinstance(value, Decimal) else value)
-            for name, value in dataclasses.asdict(self).items()
-            if name != "sources"
-        }
 
 
 def people_by_role() -> dict[str, int]:
@@ -301,48 +231,6 @@ def courses_of(user: User) -> list[dict]:
                 },
             )
     return sorted(rows.values(), key=lambda row: row["code"])
-
-
-def _apply(quota: Quota | None, values: dict, sources: dict, label: str) -> None:
-    """Let the quota's non-blank limits replace what is there, remembering where they came from."""
-    if quota is None:
-        return
-    for name in Quota.LIMIT_FIELDS:
-        value = getattr(quota, name)
-        if value is not None:
-            values[name] = value
-            sources[name] = label
-
-
-def effective_quota(user: User, *, today: dt.date | None = None) -> QuotaLimits:
-    role = role_of(user)
-    values: dict[str, int | Decimal] = dict(ROLE_DEFAULTS[role])
-    sources = {name: "default" for name in values}
-
-    _apply(Quota.objects.filter(role=role).first(), values, sources, "role")
-
-    course_quotas = Quota.objects.filter(course__in=courses_active_for(user, today=today)).select_related("course")
-    for name in Quota.LIMIT_FIELDS:
-        best = None
-        for quota in course_quotas:
-            value = getattr(quota, name)
-            if value is None:
-                continue
-            if best is None or (value < best[0] if name in Quota.LOWER_IS_GENEROUS else value > best[0]):
-                best = (value, quota.course.code)
-        if best is not None:
-            values[name] = best[0]
-            sources[name] = f"course {best[1]}"
-
-    _apply(Quota.objects.filter(user=user).first(), values, sources, "user")
-
-    # Approved requests for more, while in force (accounts.more_requests).
-    weekly, override = weekly_gpu_hours_with_overrides(user, values["gpu_hours_week"])
-    if override is not None:
-        values["gpu_hours_week"] = weekly
-        sources["gpu_hours_week"] = f"request #{override}"
-
-    return QuotaLimits(**values, sources=sources)
 
 
 def notices_for(user: User, *, limit: int = 10):

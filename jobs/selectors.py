@@ -15,7 +15,8 @@ from django.utils.translation import gettext_noop
 from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, User
 from accounts.permissions import is_owner_or_admin
-from accounts.selectors import course_ids_active_for, courses_active_for, effective_quota, work_visible_to
+from accounts.quotas import effective_quota
+from accounts.selectors import course_ids_active_for, courses_active_for, work_visible_to
 from jobs.models import Job, JobState, JobTemplate
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.errors import BackendError, PortalError
 from accounts.permissions import JOB_OWNER_ACTION, is_owner_or_admin, require_owner_or_admin
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from jobs.backends.base import LogPage
 from jobs.forms import JobForm
 from jobs.models import JobState

@@ -94,6 +94,7 @@ ENTRY_POINTS = {
         "accounts",
         "accounts.models",
         "accounts.selectors",
+        "accounts.quotas",  # the quota rule: the limits that apply to a person (or many at once), and their sources
         "accounts.services",
         "accounts.permissions",  # the role checks and their refusals, for every capability's selectors and API
         "accounts.ratelimit",  # the one rate limiter services call before a write

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
-from accounts.selectors import QuotaLimits, effective_quota
+from accounts.quotas import QuotaLimits, effective_quotas
 from jobs import enqueue
 from jobs.conf import policy_config
 from jobs.models import PLACED_STATES, Job, JobState, StopReason
@@ -80,10 +80,12 @@ def _quotas(user_ids: set[int], now: dt.datetime, known: dict[int, QuotaLimits] 
     quotas = {}
     known = known or {}
     used_by = week_gpu_hours_by_user(user_ids, now=now)  # one query for everyone waiting
-    for user in User.objects.filter(pk__in=user_ids):
-        limits = known[user.pk] if user.pk in known else effective_quota(user)
-        used = used_by.get(user.pk, 0)
-        quotas[user_key(user.pk)] = Quota(
+    limits_of = dict(known)
+    limits_of.update(effective_quotas(User.objects.filter(pk__in=user_ids - known.keys()), now=now))
+    for user_id in user_ids & limits_of.keys():
+        limits = limits_of[user_id]
+        used = used_by.get(user_id, 0)
+        quotas[user_key(user_id)] = Quota(
             max_jobs=limits.max_jobs,
             max_gpus_per_job=limits.max_gpus_per_job,
             gpu_hours_left=float(limits.gpu_hours_week - used),

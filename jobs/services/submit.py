@@ -20,8 +20,8 @@ from django.utils.translation import ngettext
 from accounts.errors import Conflict, InvalidInput, QuotaExceeded
 from accounts.models import User
 from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
+from accounts.quotas import QuotaLimits, effective_quota
 from accounts.ratelimit import rate_limit_hit
-from accounts.selectors import QuotaLimits, effective_quota
 from jobs import enqueue
 from jobs.backends.base import SCRIPT_ARGV
 from jobs.models import ACTIVE_STATES, Job, JobEvent, JobState, StopReason

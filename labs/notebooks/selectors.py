@@ -11,11 +11,11 @@ from django.utils.translation import gettext
 from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, CourseRole, User
 from accounts.permissions import OWNER_TEACHER_OR_ADMIN
+from accounts.quotas import effective_quota
 from accounts.selectors import (
     courses_active_for,
     courses_in_term,
     courses_staffed_by,
-    effective_quota,
     role_of,
     students_of,
     work_visible_to,

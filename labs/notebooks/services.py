@@ -22,8 +22,9 @@ from accounts.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from accounts.locale import said_to, speaking
 from accounts.models import Course, User
 from accounts.permissions import require_owner_or_admin
+from accounts.quotas import effective_quota
 from accounts.ratelimit import rate_limit_hit
-from accounts.selectors import courses_active_for, courses_staffed_by, effective_quota, hub_username
+from accounts.selectors import courses_active_for, courses_staffed_by, hub_username
 from accounts.services import notice_send
 from labs.budgets.services import budgets_guard
 from labs.ledger import Ref, allocations_close, refs_of, week_gpu_hours

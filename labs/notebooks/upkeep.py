@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from accounts.locale import speaking
 from accounts.notify import PORTAL, notify
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from accounts.services import notice_send
 from labs.ledger import week_gpu_hours_by_user, week_start
 from labs.models import NotebookSession, NotebookStatus

@@ -25,7 +25,7 @@ from accounts.permissions import (
     require_looks_after_courses,
     require_staff,
 )
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from accounts.timefmt import fmt_time
 from labs.ledger import week_gpu_hours
 from labs.models import NOTEBOOK_ACTIVE, NOTEBOOK_DONE, NOTEBOOK_LIVE, NotebookSession, NotebookStatus

@@ -21,8 +21,9 @@ from accounts.locale import said_to, speaking
 from accounts.models import Course, User
 from accounts.notify import PORTAL, notify
 from accounts.permissions import RESERVATION_OWNER_ACTION, require_admin, require_owner_or_admin
+from accounts.quotas import effective_quota
 from accounts.ratelimit import rate_limit_hit
-from accounts.selectors import effective_quota, lab_admins
+from accounts.selectors import lab_admins
 from accounts.services import notice_send, notices_retire
 from labs.ledger import Ref, allocations_close
 from labs.maintenance.selectors import maintenance_clash

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from accounts.dates import date_param
 from accounts.errors import PortalError
 from accounts.permissions import RESERVATIONS_STAFF_ONLY, require_admin, require_staff
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from labs.models import ReservationStatus
 from labs.reservations.availability import ReservationConflict
 from labs.reservations.forms import ReservationForm

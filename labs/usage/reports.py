@@ -13,7 +13,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from accounts.models import Course
-from accounts.selectors import effective_quota, students_of
+from accounts.quotas import effective_quota
+from accounts.selectors import students_of
 from labs.ledger import week_gpu_hours, week_start
 from labs.models import GpuMinute
 from labs.usage.accounting import NO_COURSE, Period

@@ -8,7 +8,8 @@ from rest_framework.views import APIView
 
 from accounts.locale import language_of
 from accounts.models import TokenSource
-from accounts.selectors import courses_of, effective_quota, role_of
+from accounts.quotas import effective_quota
+from accounts.selectors import courses_of, role_of
 from accounts.services import TOKEN_LIFETIME_MAX_DAYS, token_create
 from jobs.selectors import jobs_queued_count
 from labs.selectors import usage_of

@@ -10,7 +10,8 @@ from django.views.decorators.http import require_safe
 
 from accounts.limits import role_limits
 from accounts.models import Role
-from accounts.selectors import effective_quota, lab_admins
+from accounts.quotas import effective_quota
+from accounts.selectors import lab_admins
 
 
 @require_safe

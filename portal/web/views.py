@@ -13,9 +13,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_safe
 
 from accounts.models import User
+from accounts.quotas import effective_quota
 from accounts.selectors import (
     courses_of,
-    effective_quota,
     invitations_waiting_for,
     notices_for,
     people_by_role,

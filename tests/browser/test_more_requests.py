@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.more_requests import more_requests_expire
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from tests.factories import PASSWORD, CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Course, Enrollment, Quota, Role, User
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from tests.factories import CourseFactory, EnrollmentFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

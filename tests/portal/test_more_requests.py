@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from accounts.errors import InvalidInput, NotPermitted
 from accounts.models import AuditEntry, MoreRequest, Notice
 from accounts.more_requests import more_request_create, more_request_decide, more_requests_expire
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from accounts.services import token_issue
 from labs.budgets.selectors import budgets_over
 from labs.budgets.services import budget_create

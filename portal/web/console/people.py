@@ -16,7 +16,8 @@ from accounts.errors import InvalidInput, PortalError
 from accounts.limits import LIMITS, limit_label
 from accounts.models import Quota, Role, User
 from accounts.permissions import require_admin
-from accounts.selectors import courses_of, effective_quota
+from accounts.quotas import effective_quota
+from accounts.selectors import courses_of
 from accounts.services import quota_set, user_role_set
 from portal.web.console.nodes import CONSOLE
 

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.models import Notice
-from accounts.selectors import effective_quota
+from accounts.quotas import effective_quota
 from accounts.services import token_issue
 from jobs.models import Job
 from labs.models import (
