@@ -9,10 +9,14 @@ uvicorn runs no system checks: the app refuses to load on a check error (setting
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)
+
+from portal.asgi_handler import OneHopASGIHandler  # noqa: E402  (needs Django set up first)
+
+django_asgi_app = OneHopASGIHandler()
 
 from portal.checks import refuse_to_start_misconfigured  # noqa: E402  (needs Django set up first)
 
