@@ -272,3 +272,38 @@ def test_every_node_row_has_the_days_lines_and_the_now_line_in_the_readers_langu
     for row in rows:
         assert len(re.findall(r'<span class="tl-grid" style="left: \d+(?:\.\d+)?%"></span>', row)) == 7
         assert re.search(r'<span class="tl-now" style="left: \d+(?:\.\d+)?%" title="Agora"></span>', row)
+
+
+def test_a_booking_on_three_nodes_is_the_same_block_on_each_row(client, lab):
+    # The blocks are built in Python (labs/templatetags/timeline.py): one link and one tooltip per booking.
+    ada = signed_in(client, "ada", "teacher")
+    ada.language = "pt-br"
+    ada.save(update_fields=["language"])
+    client.post("/lab/reservations/new/", form(node_count="3", title="Visão computacional <3"))
+    reservation = Reservation.objects.get()
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}&highlight={reservation.pk}").content.decode()
+    blocks = re.findall(
+        rf'<a href="([^"]+)" class="([^"]+)" style="[^"]+" data-reservation="{reservation.pk}"'
+        r' title="([^"]+)">([^<]+)</a>',
+        html,
+    )
+    assert len(blocks) == 3 and len(set(blocks)) == 1
+    href, classes, tooltip, text = blocks[0]
+    assert href == f"/lab/reservations/{reservation.pk}/"
+    assert classes == "tl-block res-approved mine highlight"
+    assert text == "Visão computacional &lt;3"
+    assert tooltip.startswith("Visão computacional &lt;3 — ada, ") and tooltip.endswith("(Aprovada)")
+    client.logout()
+    signed_in(client, "sam", "student")  # not theirs, not their course's: a plain block that opens nothing
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    assert (
+        len(
+            re.findall(
+                rf'<span class="tl-block res-approved" style="[^"]+" data-reservation="{reservation.pk}"'
+                r' title="Reserved, [^"]+ \(Approved\)">Reserved</span>',
+                html,
+            )
+        )
+        == 3
+    )
+    assert f'href="/lab/reservations/{reservation.pk}/"' not in html
