@@ -8,6 +8,8 @@ each forged address a fresh budget: 25 password guesses at POST /api/v1/token/ g
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import subprocess
@@ -17,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from websockets.asyncio.client import connect
 
 from bench.kit import free_port, setup_database, stop_all, wait_up
 from tests.deploy.render import find, render
@@ -127,3 +130,39 @@ def test_the_cluster_believes_the_ingress_controllers_addresses_only(overlay):
     values = yaml.safe_load((ROOT / overlay / "values.yaml").read_text())["data"]
     assert config["FORWARDED_ALLOW_IPS"] == values["ingressCIDR"] != "*"
     assert "NUM_PROXIES" not in config
+
+
+# --- the live grid's WebSockets without permessage-deflate (scripts/serve.sh) --------------------------------------
+
+
+def test_the_live_grid_declines_per_message_deflate_by_default(served):
+    """Browsers offer permessage-deflate; compressing each update once per viewer was half the fan-out's CPU, so the
+    server declines it (WS_PER_MESSAGE_DEFLATE=true turns it on) and the grid works all the same."""
+    with client_from("127.0.0.9") as client:
+        token = ask_for_token(client, served, "ada", "the-right-password-42", "").json()["token"]
+
+    async def first_message():
+        async with connect(
+            served.replace("http://", "ws://") + "/ws/gpus/",
+            origin=served,
+            compression="deflate",
+            additional_headers={"Authorization": f"Token {token}"},
+            open_timeout=60,
+        ) as socket:
+            return socket.response.headers.get("Sec-WebSocket-Extensions"), json.loads(await socket.recv())
+
+    extensions, message = asyncio.run(first_message())
+    assert extensions is None
+    assert message["type"] == "snapshot" and isinstance(message["gpus"], list)
+
+
+def test_serve_sh_refuses_a_deflate_setting_it_does_not_know():
+    result = subprocess.run(  # noqa: S603 - our own script
+        [str(ROOT / "scripts" / "serve.sh")],
+        env={**os.environ, "WS_PER_MESSAGE_DEFLATE": "yes please"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "WS_PER_MESSAGE_DEFLATE must be true or false, not 'yes please'." in result.stderr

@@ -92,8 +92,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--server-deflate",
             action=argparse.BooleanOptionalAction,
-            default=True,
-            help="Let uvicorn accept permessage-deflate (its default; browsers ask for it).",
+            default=False,
+            help="Let uvicorn accept permessage-deflate (browsers ask for it; scripts/serve.sh declines it unless"
+            " WS_PER_MESSAGE_DEFLATE=true, and so does this benchmark unless told).",
         )
         parser.add_argument("--connect-per-s", type=int, default=200)
         parser.add_argument("--warmup-s", type=int, default=10)

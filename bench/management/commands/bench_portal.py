@@ -225,7 +225,8 @@ class Command(BaseCommand):
             commands = {
                 "web": [python, "-m", "uvicorn", "portal.asgi:application", "--host", "127.0.0.1", "--port", str(port)]
                 + ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
-                + ["--workers", str(options["web_workers"])],
+                # As scripts/serve.sh serves it (permessage-deflate declined unless WS_PER_MESSAGE_DEFLATE=true).
+                + ["--workers", str(options["web_workers"]), "--ws-per-message-deflate", "false"],
                 "worker": [python, "-m", "celery", "-A", "portal", "worker", "--pool", "threads"]
                 + ["--concurrency", str(options["worker_threads"]), "--loglevel", "WARNING"],
                 "beat": [python, "-m", "celery", "-A", "portal", "beat", "--loglevel", "WARNING"]
