@@ -53,16 +53,17 @@ def deciders_of(request: MoreRequest) -> QuerySet[User]:
 def overrides_in_force(user: User, *, now: dt.datetime | None = None) -> QuerySet[MoreRequest]:
     """The approved requests of this person whose time is not up: the overrides the quota and budget checks honour
     (whether or not the expiry sweep has run yet)."""
-    now = now or timezone.now()
-    return MoreRequest.objects.filter(user=user, status=RequestStatus.APPROVED, granted_until__gt=now)
+    return _in_force(now).filter(user=user)
+
+
+def _in_force(now: dt.datetime | None) -> QuerySet[MoreRequest]:
+    return MoreRequest.objects.filter(status=RequestStatus.APPROVED, granted_until__gt=now or timezone.now())
 
 
 def overrides_in_force_by_user(user_ids: Iterable[int], *, now: dt.datetime | None = None) -> dict[int, list]:
     """`overrides_in_force` for many people in one query: their approved requests in force, oldest first, by id."""
-    now = now or timezone.now()
     grants: dict[int, list[MoreRequest]] = {}
-    rows = MoreRequest.objects.filter(user_id__in=list(user_ids), status=RequestStatus.APPROVED, granted_until__gt=now)
-    for grant in rows.order_by("pk"):
+    for grant in _in_force(now).filter(user_id__in=list(user_ids)).order_by("pk"):
         grants.setdefault(grant.user_id, []).append(grant)
     return grants
 

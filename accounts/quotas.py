@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections import defaultdict
 from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db.models import Q
-from django.utils import timezone
 
-from accounts.models import Course, Enrollment, Quota, Role, User
+from accounts.models import Quota, Role, User
 from accounts.more_requests_selectors import overrides_in_force_by_user, weekly_gpu_hours_with_overrides
-from accounts.selectors import courses_in_term, role_of
+from accounts.selectors import course_ids_active_for_many, role_of
 
 # The policy a role gets when an admin has not written one (or left a limit blank).
 ROLE_DEFAULTS: dict[str, dict[str, int | Decimal]] = {
@@ -115,19 +113,6 @@ def _most_generous(course_quotas: list[Quota], values: dict, sources: dict) -> N
             sources[name] = f"course {best[1]}"
 
 
-def _active_course_ids(user_ids: list[int], today: dt.date | None) -> dict[int, set[int]]:
-    """Per person, the courses in term they are enrolled in or teach (`courses_active_for`), in one query."""
-    in_term = courses_in_term(today=today).values("pk")
-    enrolled = Enrollment.objects.filter(user_id__in=user_ids, course__in=in_term).values_list("user_id", "course_id")
-    taught = Course.teachers.through.objects.filter(user_id__in=user_ids, course__in=in_term).values_list(
-        "user_id", "course_id"
-    )
-    courses: dict[int, set[int]] = defaultdict(set)
-    for user_id, course_id in enrolled.order_by().union(taught.order_by()):
-        courses[user_id].add(course_id)
-    return courses
-
-
 def effective_quotas(
     users: Iterable[User], *, today: dt.date | None = None, now: dt.datetime | None = None
 ) -> dict[int, QuotaLimits]:
@@ -137,7 +122,7 @@ def effective_quotas(
     if not users:
         return {}
     ids = [user.pk for user in users]
-    courses = _active_course_ids(ids, today)
+    courses = course_ids_active_for_many(ids, today=today)
     course_ids = set().union(*courses.values())
     roles = {role_of(user) for user in users}
     quotas = Quota.objects.filter(Q(role__in=roles) | Q(user_id__in=ids) | Q(course_id__in=course_ids))
@@ -149,7 +134,7 @@ def effective_quotas(
             by_user[quota.user_id] = quota
         elif quota.course_id:
             by_course[quota.course_id] = quota
-    grants = overrides_in_force_by_user(ids, now=now or timezone.now())
+    grants = overrides_in_force_by_user(ids, now=now)
     limits = {}
     for user in users:
         role = role_of(user)

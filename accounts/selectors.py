@@ -207,7 +207,18 @@ def courses_active_for(user: User, *, today: dt.date | None = None) -> QuerySet[
 
 def course_ids_active_for(user: User, *, today: dt.date | None = None) -> frozenset[int]:
     """The ids of `courses_active_for`: whose reservations, profiles and GPUs this person may use."""
-    return frozenset(courses_active_for(user, today=today).values_list("id", flat=True))
+    return frozenset(course_ids_active_for_many([user.pk], today=today).get(user.pk, ()))
+
+
+def course_ids_active_for_many(user_ids: list[int], *, today: dt.date | None = None) -> dict[int, set[int]]:
+    """`course_ids_active_for` for many people in one query, by user id (nobody without a course is in it)."""
+    in_term = courses_in_term(today=today).values("pk")
+    enrolled = Enrollment.objects.filter(user_id__in=user_ids, course__in=in_term).values_list("user_id", "course_id")
+    taught = Course.teachers.through.objects.filter(user_id__in=user_ids, course__in=in_term)
+    courses: dict[int, set[int]] = {}
+    for user_id, course_id in enrolled.order_by().union(taught.values_list("user_id", "course_id").order_by()):
+        courses.setdefault(user_id, set()).add(course_id)
+    return courses
 
 
 def courses_of(user: User) -> list[dict]:

@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.urls import path
 
 from portal.asgi_handler import OneHopASGIHandler
+from tests.asgi_scope import http_get
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SEEN: dict[str, int] = {}
@@ -36,20 +37,7 @@ urlpatterns = [path("where/", where_am_i)]
 def _get(app, path_: str) -> tuple[int, dict, bytes]:
     async def run():
         SEEN["loop"] = threading.get_ident()
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path_,
-            "raw_path": path_.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(b"host", b"localhost")],
-            "client": ("127.0.0.1", 5000),
-            "server": ("localhost", 80),
-        }
+        scope = http_get(path_, host="localhost")
         talk = ApplicationCommunicator(app, scope)
         await talk.send_input({"type": "http.request", "body": b"", "more_body": False})
         start = await talk.receive_output(timeout=20)

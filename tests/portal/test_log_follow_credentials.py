@@ -21,6 +21,7 @@ from jobs.backends.base import LogPage
 from jobs.backends.local import LocalJobs
 from jobs.models import JobState
 from portal.asgi import application
+from tests.asgi_scope import http_get
 from tests.factories import PASSWORD, UserFactory
 from tests.jobs.factories import JobFactory
 
@@ -46,19 +47,7 @@ def quiet_job_backend(settings, monkeypatch):
 
 
 def follower(job_id: int, headers: list[tuple[bytes, bytes]]) -> ApplicationCommunicator:
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": f"/api/v1/jobs/{job_id}/logs/",
-        "raw_path": f"/api/v1/jobs/{job_id}/logs/".encode(),
-        "query_string": b"follow=1",
-        "headers": [(b"host", b"testserver"), *headers],
-        "client": ("127.0.0.1", 50000),
-        "server": ("testserver", 80),
-    }
+    scope = http_get(f"/api/v1/jobs/{job_id}/logs/", query=b"follow=1", headers=headers)
     return ApplicationCommunicator(application, scope)
 
 

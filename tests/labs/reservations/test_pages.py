@@ -307,3 +307,7 @@ def test_a_booking_on_three_nodes_is_the_same_block_on_each_row(client, lab):
         == 3
     )
     assert f'href="/lab/reservations/{reservation.pk}/"' not in html
+    client.logout()
+    signed_in(client, "root", "admin")  # an admin opens anyone's: the same link, without "mine"
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    assert html.count(f'<a href="/lab/reservations/{reservation.pk}/" class="tl-block res-approved" style=') == 3
