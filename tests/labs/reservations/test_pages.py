@@ -274,6 +274,34 @@ def test_every_node_row_has_the_days_lines_and_the_now_line_in_the_readers_langu
         assert re.search(r'<span class="tl-now" style="left: \d+(?:\.\d+)?%" title="Agora"></span>', row)
 
 
+def test_rows_and_the_table_are_built_in_the_readers_language_with_each_nodes_status(client, lab):
+    # The rows and the table's rows are built in Python (labs/templatetags/timeline.py), not the template language.
+    ada = signed_in(client, "ada", "teacher")
+    ada.language = "pt-br"
+    ada.save(update_fields=["language"])
+    client.post("/lab/reservations/new/", form(mode="named", nodes=["gpu02", "gpu03"], title="Aula <b>"))
+    reservation = Reservation.objects.get()
+    lab[4].status, lab[5].status = "cordoned", "down"
+    for node in lab[4:]:
+        node.save(update_fields=["status"])
+    html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
+    timeline = html[html.index('data-testid="timeline"') : html.index('data-testid="week-table"')]
+    rows = dict(re.findall(r'<div class="tl-row" data-node="(gpu\d\d)">(.*?)</div></div>', timeline))
+    assert sorted(rows) == [node.name for node in lab]
+    assert '<div class="tl-node">gpu05 <span class="badge status-cordoned">Isolado</span>' in rows["gpu05"]
+    assert '<div class="tl-node">gpu06 <span class="badge status-down">Fora do ar</span>' in rows["gpu06"]
+    assert "badge" not in rows["gpu01"] and "badge" not in rows["gpu02"]
+    assert [name for name, row in rows.items() if f'data-reservation="{reservation.pk}"' in row] == ["gpu02", "gpu03"]
+    table = html[html.index('data-testid="week-table"') :]
+    table = table[: table.index("</details>")]
+    start = timezone.localtime(reservation.starts_at)
+    assert (
+        f'<tr data-reservation="{reservation.pk}"><td>{start:%d/%m/%Y %H:%M}–16:00</td>'
+        f'<td><a href="/lab/reservations/{reservation.pk}/">Aula &lt;b&gt;</a> — ada (suas)</td>'
+        "<td>2: gpu02, gpu03</td><td>Aprovada</td></tr>"
+    ) in table
+
+
 def test_a_booking_on_three_nodes_is_the_same_block_on_each_row(client, lab):
     # The blocks are built in Python (labs/templatetags/timeline.py): one link and one tooltip per booking.
     ada = signed_in(client, "ada", "teacher")
