@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -75,11 +76,19 @@ def _reservation_users(reservations: Iterable[Reservation], now: dt.datetime) ->
     return {pk: frozenset(user_key(user_id) for user_id in user_ids) for pk, user_ids in people.items()}
 
 
-def _quotas(user_ids: set[int], now: dt.datetime, known: dict[int, QuotaLimits] | None = None) -> dict[str, Quota]:
-    """Everyone's limits and what is left of their week; `known`: limits the caller has just read (by user id)."""
+def _quotas(
+    user_ids: set[int],
+    now: dt.datetime,
+    known: dict[int, QuotaLimits] | None = None,
+    used: dict[int, Decimal] | None = None,
+) -> dict[str, Quota]:
+    """Everyone's limits and what is left of their week; `known` and `used`: limits and this week's GPU-hours the
+    caller has just read (by user id)."""
     quotas = {}
     known = known or {}
-    used_by = week_gpu_hours_by_user(user_ids, now=now)  # one query for everyone waiting
+    used_by = dict(used or {})
+    if user_ids - used_by.keys():  # one query for everyone else waiting
+        used_by.update(week_gpu_hours_by_user(user_ids - used_by.keys(), now=now))
     limits_of = dict(known)
     limits_of.update(effective_quotas(User.objects.filter(pk__in=user_ids - known.keys()), now=now))
     for user_id in user_ids & limits_of.keys():
@@ -178,25 +187,23 @@ def _policy_nodes(
         .values_list("gpu_id", flat=True)
     )
     windows = _reservation_windows(now)
-    gpus_by_node: dict[int, list[Gpu]] = defaultdict(list)
+    # (id, index) of each node's GPUs; plain rows, as a pass and every job submission's dry run read them all.
+    gpus_by_node: dict[int, list[tuple[int, int]]] = defaultdict(list)
     gpu_ids: dict[tuple[str, int], int] = {}
-    nodes = list(Node.objects.exclude(status=NodeStatus.DOWN).order_by("name"))
-    for gpu in Gpu.objects.filter(node__in=nodes).order_by("index"):
-        gpus_by_node[gpu.node_id].append(gpu)
+    nodes = list(Node.objects.exclude(status=NodeStatus.DOWN).order_by("name").values_list("pk", "name", "status"))
+    in_use = Gpu.objects.exclude(node__status=NodeStatus.DOWN).order_by("index")
+    for gpu_id, node_id, index in in_use.values_list("pk", "node_id", "index"):
+        gpus_by_node[node_id].append((gpu_id, index))
     policy_nodes = []
-    for node in nodes:
-        gpus = gpus_by_node.get(node.pk, [])
-        gpu_ids.update({(node.name, gpu.index): gpu.pk for gpu in gpus})
-        ready = node.status == NodeStatus.READY
+    for node_id, name, status in nodes:
+        gpus = gpus_by_node.get(node_id, [])
+        gpu_ids.update({(name, index): gpu_id for gpu_id, index in gpus})
+        ready = status == NodeStatus.READY
         free = tuple(
-            gpu.index
-            for gpu in gpus
-            if ready and gpu.pk not in held_gpus and (node.name, gpu.index) not in held_by_jobs
+            index for gpu_id, index in gpus if ready and gpu_id not in held_gpus and (name, index) not in held_by_jobs
         )
         policy_nodes.append(
-            PolicyNode(
-                name=node.name, gpus=len(gpus), free_gpus=free, schedulable=ready, windows=windows.get(node.pk, ())
-            )
+            PolicyNode(name=name, gpus=len(gpus), free_gpus=free, schedulable=ready, windows=windows.get(node_id, ()))
         )
     return policy_nodes, gpu_ids
 
@@ -207,11 +214,18 @@ def _expected_runtimes(jobs: list[Job], now: dt.datetime) -> dict[int, float]:
 
 
 def snapshot(
-    *, now: dt.datetime, extra: Iterable[QueuedJob] = (), limits: dict[int, QuotaLimits] | None = None
+    *,
+    now: dt.datetime,
+    extra: Iterable[QueuedJob] = (),
+    limits: dict[int, QuotaLimits] | None = None,
+    used: dict[int, Decimal] | None = None,
 ) -> LabSnapshot:
-    """Everything one pass looks at, read from the database now (`limits`: quotas just read, by user id)."""
-    queued = {job.pk: job for job in Job.objects.filter(state=JobState.QUEUED).order_by("pk")}
-    placed = {job.pk: job for job in Job.objects.filter(state__in=PLACED_STATES).order_by("pk")}
+    """Everything one pass looks at, read from the database now (`limits` and `used`: quotas and this week's
+    GPU-hours just read, by user id)."""
+    queued: dict[int, Job] = {}
+    placed: dict[int, Job] = {}
+    for job in Job.objects.filter(state__in=[JobState.QUEUED, *PLACED_STATES]).order_by("pk"):
+        (queued if job.state == JobState.QUEUED else placed)[job.pk] = job
     expected = _expected_runtimes([*queued.values(), *placed.values()], now)
     running = [running_from(job, now, expected.get(job.pk)) for job in placed.values()]
     held_by_jobs = {(p.node, g) for job in running for p in job.placements for g in p.gpus}
@@ -224,7 +238,7 @@ def snapshot(
         queued=[queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra,
         running=running,
         usage=_usage(now, policy_config().half_life_s),
-        quotas=_quotas(users, now, limits),
+        quotas=_quotas(users, now, limits, used),
     )
     return LabSnapshot(state=state, queued=queued, placed=placed, gpu_ids=gpu_ids)
 
@@ -364,11 +378,18 @@ class Preview:
     help: str = ""  # where a limit that says no is explained (the help page's row: QuotaExceeded's `help`)
 
 
-def preview(job: QueuedJob, *, now: dt.datetime | None = None, limits: dict[int, QuotaLimits] | None = None) -> Preview:
-    """A dry run of the policy with `job` added to the queue as it is now. Writes nothing. `limits`: the quotas
-    the caller has just read in the same transaction (job_submit's check), by user id, so they are not read twice."""
+def preview(
+    job: QueuedJob,
+    *,
+    now: dt.datetime | None = None,
+    limits: dict[int, QuotaLimits] | None = None,
+    used: dict[int, Decimal] | None = None,
+) -> Preview:
+    """A dry run of the policy with `job` added to the queue as it is now. Writes nothing. `limits` and `used`: the
+    quotas and this week's GPU-hours the caller has just read in the same transaction (job_submit's check), by user
+    id, so they are not read twice."""
     now = now or timezone.now()
-    snap = snapshot(now=now, extra=[job], limits=limits)
+    snap = snapshot(now=now, extra=[job], limits=limits, used=used)
     result = schedule(snap.state, policy_config())
     for start in result.starts:
         if start.job_id == job.id:

@@ -36,8 +36,11 @@ from labs.budgets.services import budgets_guard
 from labs.ledger import week_gpu_hours
 
 
-def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: bool = True) -> QuotaLimits:
-    """Refuse what the person's limits do not allow; their limits otherwise (the dry run reuses them)."""
+def _check_quota(
+    user: User, request: JobRequest, now: dt.datetime, *, tell: bool = True
+) -> tuple[QuotaLimits, Decimal]:
+    """Refuse what the person's limits do not allow; their limits and this week's GPU-hours otherwise (the dry run
+    reuses them)."""
     limits = effective_quota(user)
     if request.total_gpus > limits.max_gpus_per_job:
         raise QuotaExceeded(
@@ -81,7 +84,7 @@ def _check_quota(user: User, request: JobRequest, now: dt.datetime, *, tell: boo
     # A budget it counts against (the person's, its course's: validate_request takes a course reservation's course
     # when none was named), used up and set to block, refuses it.
     budgets_guard(user=user, course=request.course, now=now, tell=tell)
-    return limits
+    return limits, used
 
 
 def _with_template(user: User, fields: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +117,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, resumed_from: Job 
     with transaction.atomic():
         # One submission at a time per person, so max_jobs is counted right.
         User.objects.select_for_update().filter(pk=user.pk).first()
-        limits = _check_quota(user, request, now)
+        limits, used = _check_quota(user, request, now)
         job = Job.objects.create(
             owner=user,
             course=request.course,
@@ -139,7 +142,8 @@ def job_submit(*, user: User, now: dt.datetime | None = None, resumed_from: Job 
         )
         why = f"submitted, from the checkpoint of job {resumed_from.pk}" if resumed_from else "submitted"
         JobEvent.objects.create(job=job, at=now, from_state="", to_state=JobState.QUEUED, attempt=1, reason=why)
-        answer = preview(queued_from_request(job.pk, user, request, now), now=now, limits={user.pk: limits})
+        queued = queued_from_request(job.pk, user, request, now)
+        answer = preview(queued, now=now, limits={user.pk: limits}, used={user.pk: used})
         job.reason = answer.sentence if not answer.starts_now else "starting now"
         job.position = answer.position if not answer.starts_now else 1
         job.estimated_start = answer.estimated_start.replace(microsecond=0) if answer.estimated_start else None
@@ -181,10 +185,11 @@ def job_preview(*, user: User, now: dt.datetime | None = None, **fields: Any) ->
     if (problem := _program_problem(request)) is not None:
         return Preview(False, _("No: it would not start: %(why)s.") % {"why": problem})
     try:
-        limits = _check_quota(user, request, now, tell=False)
+        limits, used = _check_quota(user, request, now, tell=False)
     except QuotaExceeded as exc:
         return Preview(False, _("No: %(why)s") % {"why": exc.message}, help=exc.extra.get("help", ""))
-    return preview(queued_from_request("preview", user, request, now), now=now, limits={user.pk: limits})
+    queued = queued_from_request("preview", user, request, now)
+    return preview(queued, now=now, limits={user.pk: limits}, used={user.pk: used})
 
 
 def job_cancel(*, user: User, job: Job, now: dt.datetime | None = None) -> Job:

@@ -172,11 +172,15 @@ def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
 
 def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, int]:
     gpus_n, nodes_n = _int(gpus), _int(1 if nodes is None else nodes)
-    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
-    most_per_node = (
-        ready.values("node").annotate(top=Max("index")).order_by("-top").values_list("top", flat=True).first()
+    # The highest GPU index of each ready node, in one query: how many ready nodes, and the most GPUs on one.
+    tops = list(
+        Gpu.objects.filter(node__status=NodeStatus.READY)
+        .values("node")
+        .annotate(top=Max("index"))
+        .order_by()
+        .values_list("top", flat=True)
     )
-    most_per_node = (most_per_node + 1) if most_per_node is not None else 0
+    most_per_node = max(tops) + 1 if tops else 0
     if gpus_n is None or gpus_n < 1:
         errors["gpus"] = _("At least 1 GPU (a whole number).")
     elif gpus_n > max(most_per_node, 1):
@@ -184,7 +188,7 @@ def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, in
             "n": gpus_n,
             "most": most_per_node,
         }
-    node_count = ready.values("node").distinct().count()
+    node_count = len(tops)
     if nodes_n is None or nodes_n < 1:
         errors["nodes"] = _("At least 1 node (a whole number).")
     elif nodes_n > max(node_count, 1):
