@@ -18,9 +18,13 @@ from portal.asgi_handler import OneHopASGIHandler  # noqa: E402  (needs Django s
 
 django_asgi_app = OneHopASGIHandler()
 
-from portal.checks import refuse_to_start_misconfigured  # noqa: E402  (needs Django set up first)
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+from portal.checks import asgi_database_problem, refuse_to_start_misconfigured  # noqa: E402  (needs Django set up)
 
 refuse_to_start_misconfigured()
+if (problem := asgi_database_problem()) is not None:
+    raise ImproperlyConfigured(problem)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -28,6 +28,22 @@ def refuse_to_start_misconfigured() -> None:
         )
 
 
+def asgi_database_problem() -> str | None:
+    """Why the ASGI server must not start with these database settings, or None. Under ASGI each request runs in a
+    thread of its own, so a persistent connection (DATABASE_CONN_MAX_AGE above 0, without the pool) is one more
+    PostgreSQL connection per request thread, never reused, until the server has "too many clients"."""
+    database = settings.DATABASES["default"]
+    if settings.DATABASE_POOL or not database["ENGINE"].endswith("postgresql"):
+        return None
+    if database.get("CONN_MAX_AGE", 0) == 0:  # None would be "for ever"
+        return None
+    return (
+        f"DATABASE_CONN_MAX_AGE={database['CONN_MAX_AGE']} under ASGI keeps a PostgreSQL connection for every"
+        " request thread, and none is reused: set DATABASE_POOL=true (a pool per process) or leave"
+        " DATABASE_CONN_MAX_AGE unset or 0 for the web server (Celery workers may keep theirs)."
+    )
+
+
 def _secret_key() -> str:
     try:
         return settings.SECRET_KEY

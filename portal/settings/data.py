@@ -11,7 +11,10 @@ from portal.settings.base import VAR_DIR
 # --- Data stores -----------------------------------------------------------------------
 
 # Under ASGI every request runs its sync code in a thread of its own, so a persistent connection (CONN_MAX_AGE)
-# is one connection per request thread that nobody reuses: under load PostgreSQL runs out of connections.
+# is one connection per request thread that nobody reuses: under load PostgreSQL runs out of connections. So
+# connections close at the end of each request or task by default (DATABASE_CONN_MAX_AGE 0, Django's default);
+# a Celery worker or the collector may keep theirs (DATABASE_CONN_MAX_AGE=60), the ASGI server refuses to start
+# with it on PostgreSQL (portal/asgi.py, portal.checks.asgi_database_problem).
 # DATABASE_POOL=true (PostgreSQL only) shares a psycopg pool per process instead: each request borrows one of at
 # most DATABASE_POOL_MAX_SIZE connections, waiting up to DATABASE_POOL_TIMEOUT_S for one; size it so that
 # processes x max size stays below PostgreSQL's max_connections (100 by default) with room for the rest.
@@ -21,7 +24,7 @@ DATABASE_POOL = envbool("DATABASE_POOL", default=False)
 DATABASES = {
     "default": dj_database_url.parse(
         envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
-        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 0 if DATABASE_POOL else 60, minimum=0),
+        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 0, minimum=0),
         conn_health_checks=True,
     )
 }

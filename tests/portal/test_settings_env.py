@@ -121,10 +121,39 @@ def _database_settings(env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
-def test_without_the_pool_connections_persist_as_before():
+def test_without_the_pool_connections_close_after_each_request_unless_a_worker_keeps_them():
     result = _database_settings({"DATABASE_URL": POSTGRES})
     assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"max_age": 0, "pool": None}
+    result = _database_settings({"DATABASE_URL": POSTGRES, "DATABASE_CONN_MAX_AGE": "60"})  # a Celery worker's
+    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"max_age": 60, "pool": None}
+
+
+def _asgi_start(env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Load the ASGI app as uvicorn does (its start checks included)."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_") and k != "DJANGO_SETTINGS_MODULE"}
+    code = "import portal.asgi; from django.conf import settings as s; print(s.DATABASES['default']['CONN_MAX_AGE'])"
+    return subprocess.run(  # noqa: S603
+        [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_asgi_server_refuses_a_connection_kept_per_request_thread():
+    # A hand-started uvicorn with DATABASE_CONN_MAX_AGE=60 once held 87 idle connections and hung at "too many
+    # clients": each request runs in a thread of its own and keeps its connection. It stops at the start instead.
+    refused = _asgi_start({"DATABASE_URL": POSTGRES, "DATABASE_CONN_MAX_AGE": "60"})
+    assert refused.returncode != 0
+    assert "ImproperlyConfigured" in refused.stderr
+    assert "DATABASE_CONN_MAX_AGE=60 under ASGI keeps a PostgreSQL connection for every" in refused.stderr
+    assert "set DATABASE_POOL=true" in refused.stderr
+    for env in ({"DATABASE_URL": POSTGRES}, {"DATABASE_URL": POSTGRES, "DATABASE_POOL": "true"}):
+        started = _asgi_start(env)
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.split()[-1] == "0"
+    # The embedded SQLite file has no server to run out of connections.
+    sqlite = _asgi_start({"DATABASE_CONN_MAX_AGE": "60"})
+    assert sqlite.returncode == 0, sqlite.stderr
 
 
 def test_the_pool_takes_its_sizes_and_no_persistent_connections():
@@ -182,21 +211,24 @@ with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres") as watcher
 
 
 @pytest.mark.postgresql_only
-@pytest.mark.parametrize("pool", [False, True])
-def test_the_pool_bounds_the_connections_of_request_threads(pool):
-    # Without the pool request threads leave connections open (what ran PostgreSQL out under load); with it the
-    # process never holds more than DATABASE_POOL_MAX_SIZE (4), and the 24 requests still all run.
-    app = f"pool-check-{os.getpid()}-{pool}"
+@pytest.mark.parametrize("setting", ["kept", "default", "pool"])
+def test_request_threads_leave_no_connections_behind_unless_told_to_keep_them(setting):
+    # DATABASE_CONN_MAX_AGE=60: each request thread leaves its connection open (what ran PostgreSQL out under load,
+    # and what portal/asgi.py refuses); the default closes it at the end of the request; with the pool the process
+    # never holds more than DATABASE_POOL_MAX_SIZE (4). The 24 requests all run each time.
+    app = f"pool-check-{os.getpid()}-{setting}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DATABASE_")}
     env.update(DJANGO_SETTINGS_MODULE="portal.settings", DATABASE_URL=f"{POSTGRES}?application_name={app}", APP=app)
-    if pool:
+    if setting == "kept":
+        env.update(DATABASE_CONN_MAX_AGE="60")
+    if setting == "pool":
         env.update(DATABASE_POOL="true", DATABASE_POOL_MIN_SIZE="0", DATABASE_POOL_MAX_SIZE="4")
     result = subprocess.run(  # noqa: S603
         [sys.executable, "-c", THREADS_LIKE_ASGI], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     held = int(result.stdout.split()[-1])
-    assert 1 <= held <= 4 if pool else held > 4
+    assert {"kept": held > 4, "default": held == 0, "pool": 1 <= held <= 4}[setting], held
 
 
 @pytest.mark.parametrize("name", ["LOGIN_THROTTLE_RATE", "TOKEN_THROTTLE_RATE"])

@@ -127,7 +127,7 @@ class Command(BaseCommand):
         parser.add_argument("--web-workers", type=int, default=2, help="uvicorn worker processes.")
         parser.add_argument("--worker-threads", type=int, default=4, help="Celery worker threads.")
         parser.add_argument("--db-pool", action=argparse.BooleanOptionalAction, default=True,
-                            help="DATABASE_POOL (--no-db-pool: a connection per request thread).")  # fmt: skip
+                            help="DATABASE_POOL (--no-db-pool: a new connection per request).")  # fmt: skip
         parser.add_argument("--db-pool-max", type=int, default=15, help="DATABASE_POOL_MAX_SIZE per process.")
         parser.add_argument("--ramp-s", type=float, default=60.0, help="Students press Start within this window.")
         parser.add_argument("--seed", type=int, default=1)
