@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -36,11 +36,10 @@ from jobs.policy import (
     Start,
     Waiting,
     Window,
-    decayed_usage,
     schedule,
 )
 from jobs.policy import Node as PolicyNode
-from jobs.selectors import runtime_predictions
+from jobs.selectors import decayed_usage_by_person, runtime_predictions
 from jobs.services.transitions import job_request_stop, transition
 from jobs.services.waiting_words import waiting_said
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
@@ -100,21 +99,6 @@ def _quotas(
             gpu_hours_left=float(limits.gpu_hours_week - used),
         )
     return quotas
-
-
-def _usage(now: dt.datetime, half_life_s: float) -> dict[str, float]:
-    """Decayed GPU-seconds per person from the ledger (notebooks and jobs; reservations are not use)."""
-    since = now - dt.timedelta(seconds=8 * half_life_s)
-    rows = (
-        Allocation.objects.exclude(kind=AllocationKind.RESERVATION)
-        .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=since))
-        .values_list("user_id", "starts_at", "ends_at", "share")
-    )
-    return decayed_usage(
-        ((user_key(u), s.timestamp(), _ts(e), float(share)) for u, s, e, share in rows),
-        now=now.timestamp(),
-        half_life_s=half_life_s,
-    )
 
 
 def queued_from(job: Job, expected_runtime_s: float | None = None) -> QueuedJob:
@@ -237,7 +221,7 @@ def snapshot(
         nodes=policy_nodes,
         queued=[queued_from(job, expected.get(job.pk)) for job in queued.values()] + extra,
         running=running,
-        usage=_usage(now, policy_config().half_life_s),
+        usage={user_key(u): v for u, v in decayed_usage_by_person(now, policy_config().half_life_s).items()},
         quotas=_quotas(users, now, limits, used),
     )
     return LabSnapshot(state=state, queued=queued, placed=placed, gpu_ids=gpu_ids)

@@ -173,13 +173,8 @@ def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
 def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, int]:
     gpus_n, nodes_n = _int(gpus), _int(1 if nodes is None else nodes)
     # The highest GPU index of each ready node, in one query: how many ready nodes, and the most GPUs on one.
-    tops = list(
-        Gpu.objects.filter(node__status=NodeStatus.READY)
-        .values("node")
-        .annotate(top=Max("index"))
-        .order_by()
-        .values_list("top", flat=True)
-    )
+    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
+    tops = list(ready.values("node").annotate(top=Max("index")).order_by().values_list("top", flat=True))
     most_per_node = max(tops) + 1 if tops else 0
     if gpus_n is None or gpus_n < 1:
         errors["gpus"] = _("At least 1 GPU (a whole number).")
