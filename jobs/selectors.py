@@ -22,7 +22,7 @@ from jobs.models import Job, JobState, JobTemplate
 from jobs.policy.priority import LN2, decayed_usage
 from jobs.policy.runtime import RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for
-from labs.ledger import week_gpu_hours
+from labs.ledger import week_gpu_hours, without_jit
 from labs.models import WORKING_STATUSES, Allocation, AllocationKind, Gpu, NodeStatus, Reservation
 
 
@@ -241,7 +241,7 @@ def decayed_usage_by_person(now: dt.datetime, half_life_s: float) -> dict[int, f
             "reservation": AllocationKind.RESERVATION.value,
             "since": since,
         }
-        with connection.cursor() as cursor:
+        with without_jit(), connection.cursor() as cursor:
             cursor.execute(_DECAYED_USAGE_SQL.format(table=Allocation._meta.db_table), params)
             scale = half_life_s / LN2
             return {user_id: total * scale for user_id, total in cursor.fetchall() if total}

@@ -12,12 +12,13 @@ the GPUs it chose, the scheduling pass runs under its lock).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import DurationField, ExpressionWrapper, F, Max, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
@@ -26,6 +27,21 @@ from accounts.models import User
 from labs.models import Allocation, AllocationKind
 from labs.signals import holders_closed
 from labs.usage import daysums
+
+
+@contextlib.contextmanager
+def without_jit() -> Iterator[None]:
+    """PostgreSQL compiles a big aggregate over the ledger with JIT, which cost more than the query itself (1.7 s of
+    JIT for 0.15 s of work on 250,000 entries, bench/USAGE_PLANS.md): the reports and the fair-share read run without
+    it, in a transaction of their own (or the caller's)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL jit = off")
+        yield
+
 
 ONE = Decimal("1")
 

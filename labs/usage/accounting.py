@@ -13,19 +13,18 @@ agree with it to the second (tests/labs/usage/test_accounting.py).
 from __future__ import annotations
 
 import bisect
-import contextlib
 import dataclasses
 import datetime as dt
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F, FloatField, Func, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.utils import timezone
 
 from accounts.csvsafe import safe_text
-from labs.ledger import gpu_seconds
+from labs.ledger import gpu_seconds, without_jit
 from labs.models import Allocation
 
 KEY_GROUPS = {"user": "user__username", "course": "course__code", "node": "gpu__node__name", "kind": "kind"}
@@ -85,19 +84,6 @@ class HeldSeconds(Func):
         return template % {"expressions": f"{end_sql}{joiner}{start_sql}"}, [*end_params, *start_params]
 
 
-@contextlib.contextmanager
-def _no_jit() -> Iterator[None]:
-    """PostgreSQL compiles a big aggregate with JIT, which cost more than the query itself (1.7 s of JIT for 0.15 s
-    of work on 250,000 entries, bench/USAGE_PLANS.md): the reports run without it, in their own transaction."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL jit = off")
-        yield
-
-
 def _overlaps(window: Period) -> tuple[Q, Q]:
     """The two ways an entry overlaps [start, until): begun before it and not ended by its start (the ends_at index;
     open entries are few), and begun inside it (a range of the (starts_at, id) index)."""
@@ -125,7 +111,7 @@ def _weighted(window: Period) -> Func:
 
 def total_seconds(allocations: QuerySet[Allocation], window: Period) -> float:
     """GPU-seconds of these entries within the window: the ledger's `gpu_seconds` over [start, until)."""
-    with _no_jit():
+    with without_jit():
         return float(gpu_seconds(allocations, start=window.start, end=window.until))
 
 
@@ -141,7 +127,7 @@ def by_key(allocations: QuerySet[Allocation], window: Period, group_by: str) -> 
         .annotate(held=_weighted(window))
         .values_list(field, "held")
     )
-    with _no_jit():
+    with without_jit():
         found = [UsageRow(key=key or NO_COURSE, gpu_seconds=float(held or 0)) for key, held in rows]
     return sorted(found, key=lambda row: (-row.gpu_seconds, row.key))
 
@@ -251,7 +237,7 @@ def buckets_sql(allocations: QuerySet[Allocation], window: Period, edges: list[d
 
 def _buckets_in_sql(allocations: QuerySet[Allocation], window: Period, edges: list[dt.datetime]) -> dict[int, float]:
     sql, params = buckets_sql(allocations, window, edges)
-    with _no_jit(), connection.cursor() as cursor:
+    with without_jit(), connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {int(k): float(held or 0) for k, held in cursor.fetchall()}
 

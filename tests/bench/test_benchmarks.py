@@ -202,6 +202,10 @@ def test_bench_usage(tmp_path):
     # The day report from the day sums beside the ledger says what the ledger alone says, to the second.
     assert figures["reports"]["day (ledger only, before)"]["rows"] == 181 and figures["day_sums_agree"] is True
     assert figures["day_sums"]["per_person"] > 0 and figures["day_sums"]["per_course"] > 0
+    # The fair-share read of every pass: PostgreSQL's sum per person is the policy's rule summed in Python.
+    fair = figures["fair_share"]
+    assert fair["entries"] > 0 and fair["people"] > 0 and fair["agree"] is True
+    assert 0 < fair["p50_ms"] <= fair["p95_ms"] and fair["before"]["p50_ms"] > 0
     csv_figures = figures["csv"]
     assert 0 < csv_figures["rows"] < 3000 and csv_figures["rows_per_s"] > 0 and csv_figures["first_byte_ms"] > 0
     assert 0 < csv_figures["rss_mb_start"] <= csv_figures["rss_mb_peak"]

@@ -11,6 +11,10 @@ per entry. Then, in a `manage.py shell` on that database, as the portal reads it
 - the CSV export of every entry of the term as the API serves it on PostgreSQL (the header, then the chunks of
   `COPY (...) TO STDOUT`, labs.usage.accounting.entries_copy): first data byte, rows/s, and the process's RSS before
   and at its peak (constant memory: the peak does not grow with the rows);
+- the fair-share read of every scheduling pass and job submission's dry run (jobs.selectors.decayed_usage_by_person:
+  each person's decayed GPU-seconds over the entries of eight half-lives, summed by PostgreSQL) at the term's end,
+  p50/p95 of --runs, beside the same sum in Python over every entry as it was before (jobs.policy.decayed_usage), and
+  whether the two agree;
 - with --plans, EXPLAIN (ANALYZE, BUFFERS) of each query, printed.
 
 Goals (issue 13): each report p95 < 300 ms; CSV first byte < 500 ms, >= 100,000 rows/s, constant memory.
@@ -140,6 +144,37 @@ before_rows = {r.key: r.gpu_seconds for r in ledger_only("day")}
 out["day_sums_agree"] = day_rows.keys() == before_rows.keys() and all(
     abs(day_rows[k] - before_rows[k]) < 1e-3 for k in day_rows)
 
+from django.db.models import Q
+from jobs.conf import policy_config
+from jobs.policy import decayed_usage
+from jobs.selectors import decayed_usage_by_person
+from labs.models import AllocationKind
+
+def timed(read, n):
+    read()  # warm
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        value = read()
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return value, {"p50_ms": round(statistics.median(times), 1),
+                   "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
+
+half_life = policy_config().half_life_s
+since = window.now - dt.timedelta(seconds=8 * half_life)
+entries = (Allocation.objects.exclude(kind=AllocationKind.RESERVATION)
+           .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=since)))
+def in_python():  # what every pass and dry run did before: every entry into Python
+    rows = entries.values_list("user_id", "starts_at", "ends_at", "share")
+    return decayed_usage(((u, s.timestamp(), e.timestamp() if e else None, float(share)) for u, s, e, share in rows),
+                         now=window.now.timestamp(), half_life_s=half_life)
+summed, now_figures = timed(lambda: decayed_usage_by_person(window.now, half_life), runs)
+before, before_figures = timed(in_python, min(runs, 3))
+out["fair_share"] = {"entries": entries.count(), "people": len(summed), **now_figures,
+                     "before": before_figures, "agree": summed.keys() == before.keys() and all(
+                         abs(summed[k] - before[k]) <= 1e-9 * max(abs(before[k]), 1.0) for k in before)}
+
 rss_start = rss_peak = rss_mb()
 start = time.perf_counter()
 first = None
@@ -164,7 +199,7 @@ if plans:
     texts = {}
     def explain(name, sql, params):
         with connection.cursor() as cursor:
-            cursor.execute("SET jit = off")  # as the reports run (labs.usage.accounting._no_jit)
+            cursor.execute("SET jit = off")  # as the reports run (labs.ledger.without_jit)
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
             texts[name] = "\n".join(row[0] for row in cursor.fetchall())
     for group in ("course", "user"):
@@ -227,6 +262,12 @@ class Command(BaseCommand):
         for group, report in figures["reports"].items():
             self.stdout.write(f"lab report by {group}: {report['rows']} rows, p50 {report['p50_ms']} ms, "
                               f"p95 {report['p95_ms']} ms")  # fmt: skip
+        fair = figures["fair_share"]
+        self.stdout.write(
+            f"fair-share read (every scheduling pass and job submission): {fair['entries']} entries of eight"
+            f" half-lives, {fair['people']} people, p50 {fair['p50_ms']} ms, p95 {fair['p95_ms']} ms; in Python as"
+            f" before: p50 {fair['before']['p50_ms']} ms; they agree: {'yes' if fair['agree'] else 'NO'}"
+        )
         csv_figures = figures["csv"]
         self.stdout.write(
             f"CSV export: {csv_figures['rows']} rows ({csv_figures['mb']} MB) in {csv_figures['seconds']} s, first "
