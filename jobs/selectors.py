@@ -8,7 +8,8 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, FloatField, Max, Min, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -214,42 +215,37 @@ def template_for_edit(user: User, code: str, template_id: int) -> JobTemplate:
     return template
 
 
-# `priority.decayed_gpu_seconds` (share x the integral of 2^-((now - t) / half-life) over the entry, up to now) summed
-# per person by PostgreSQL: a row a person, not every ledger entry of eight half-lives (with 50,000 entries the
-# Python loop took 470 ms of CPU in every pass and every job submission's dry run). tests/jobs/test_usage_sql.py
-# holds it to the Python rule.
-_DECAYED_USAGE_SQL = """
-SELECT user_id, SUM(share::float8 * GREATEST(
-    POWER(2::float8, -GREATEST(%(now)s - EXTRACT(EPOCH FROM LEAST(COALESCE(ends_at, %(at)s), %(at)s))::float8, 0)
-          / %(half_life)s)
-  - POWER(2::float8, -GREATEST(%(now)s - EXTRACT(EPOCH FROM starts_at)::float8, 0) / %(half_life)s), 0))
-FROM {table}
-WHERE kind <> %(reservation)s AND (ends_at IS NULL OR ends_at > %(since)s)
-GROUP BY user_id
-"""
+# `priority.decayed_gpu_seconds` (share x the integral of 2^-((now - t) / half-life) over the entry, up to now) for
+# one entry, as PostgreSQL sums it per person: a row a person, not every ledger entry of eight half-lives (with 50,000
+# entries the Python loop took 466 ms of CPU in every pass and every job submission's dry run).
+# tests/jobs/test_usage_sql.py holds it to the Python rule.
+_DECAYED_ENTRY_SQL = """share::float8 * GREATEST(
+    POWER(2::float8, -GREATEST(%s - EXTRACT(EPOCH FROM LEAST(COALESCE(ends_at, %s), %s))::float8, 0) / %s)
+  - POWER(2::float8, -GREATEST(%s - EXTRACT(EPOCH FROM starts_at)::float8, 0) / %s), 0)"""
+
+
+def fair_share_entries(now: dt.datetime, half_life_s: float) -> QuerySet[Allocation]:
+    """The ledger entries fair share counts: notebooks and jobs (reservations are not use) that ended within eight
+    half-lives of `now` or are open."""
+    since = now - dt.timedelta(seconds=8 * half_life_s)
+    return Allocation.objects.exclude(kind=AllocationKind.RESERVATION).filter(
+        Q(ends_at__isnull=True) | Q(ends_at__gt=since)
+    )
 
 
 def decayed_usage_by_person(now: dt.datetime, half_life_s: float) -> dict[int, float]:
     """Decayed GPU-seconds per person (by user id) from the ledger (notebooks and jobs; reservations are not use), over
     the entries that ended within eight half-lives or are open; nobody who used nothing."""
-    since = now - dt.timedelta(seconds=8 * half_life_s)
+    entries = fair_share_entries(now, half_life_s)
     if connection.vendor == "postgresql":
-        params = {
-            "now": now.timestamp(),
-            "at": now,
-            "half_life": float(half_life_s),
-            "reservation": AllocationKind.RESERVATION.value,
-            "since": since,
-        }
-        with without_jit(), connection.cursor() as cursor:
-            cursor.execute(_DECAYED_USAGE_SQL.format(table=Allocation._meta.db_table), params)
-            scale = half_life_s / LN2
-            return {user_id: total * scale for user_id, total in cursor.fetchall() if total}
-    rows = (  # the embedded SQLite file: a small lab
-        Allocation.objects.exclude(kind=AllocationKind.RESERVATION)
-        .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=since))
-        .values_list("user_id", "starts_at", "ends_at", "share")
-    )
+        at, half_life = now.timestamp(), float(half_life_s)
+        params = (at, now, now, half_life, at, half_life)  # fixed SQL; the values go as parameters
+        decayed = RawSQL(_DECAYED_ENTRY_SQL, params, output_field=FloatField())  # noqa: S611
+        with without_jit():
+            totals = entries.order_by().values("user_id").annotate(total=Sum(decayed)).values_list("user_id", "total")
+            return {user_id: total * half_life_s / LN2 for user_id, total in totals if total}
+    # The embedded SQLite file: a small lab.
+    rows = entries.values_list("user_id", "starts_at", "ends_at", "share")
     return decayed_usage(
         ((u, s.timestamp(), e.timestamp() if e else None, float(share)) for u, s, e, share in rows),
         now=now.timestamp(),

@@ -34,16 +34,25 @@ def _lines(week: dict) -> SafeString:
     return format_html("{}{}", lines, now)
 
 
+def _href(booking: dict) -> str | None:
+    """The reservation's page for those who may open it (theirs, their course's; admins), else None."""
+    return reverse("reservation", args=[booking["id"]]) if booking["can_open"] else None
+
+
+def _when(booking: dict) -> str:
+    """Its window as every page says one: the start's day and time, then the end's time (accounts.timefmt)."""
+    return f"{fmt_datetime(booking['starts_at'])}–{fmt_time(booking['ends_at'])}"
+
+
 def _block(context, block: dict) -> SafeString:
     """One booking's block on one node's row: a link for those who may open it, its tooltip, its place."""
     made = context.render_context.setdefault("timeline_block", {})
     key = (block["id"], block["starts_at"], block["ends_at"])
     if key not in made:
         who = f" — {block['who']}" if block["who"] else ""
-        when = f"{fmt_datetime(block['starts_at'])}–{fmt_time(block['ends_at'])}"
         made[key] = (
-            f"{block['title']}{who}, {when} ({reservation_status(block['status'])})",
-            reverse("reservation", args=[block["id"]]) if block["can_open"] else None,
+            f"{block['title']}{who}, {_when(block)} ({reservation_status(block['status'])})",
+            _href(block),
         )
     tooltip, href = made[key]
     classes = f"tl-block res-{block['status']}"
@@ -103,9 +112,8 @@ def week_table_rows(week: dict) -> SafeString:
     yours = gettext("yours")
     rows = []
     for booking in week["bookings"]:
-        when = f"{fmt_datetime(booking['starts_at'])}–{fmt_time(booking['ends_at'])}"
-        if booking["can_open"]:
-            title = format_html('<a href="{}">{}</a>', reverse("reservation", args=[booking["id"]]), booking["title"])
+        if (href := _href(booking)) is not None:
+            title = format_html('<a href="{}">{}</a>', href, booking["title"])
         else:
             title = format_html("{}", booking["title"])
         who = format_html(" — {}", booking["who"]) if booking["who"] else ""
@@ -115,7 +123,7 @@ def week_table_rows(week: dict) -> SafeString:
             format_html(
                 '<tr data-reservation="{}"><td>{}</td><td>{}{}{}</td><td>{}</td><td>{}</td></tr>',
                 booking["id"],
-                when,
+                _when(booking),
                 title,
                 who,
                 mine,

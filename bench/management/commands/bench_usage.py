@@ -144,11 +144,9 @@ before_rows = {r.key: r.gpu_seconds for r in ledger_only("day")}
 out["day_sums_agree"] = day_rows.keys() == before_rows.keys() and all(
     abs(day_rows[k] - before_rows[k]) < 1e-3 for k in day_rows)
 
-from django.db.models import Q
 from jobs.conf import policy_config
 from jobs.policy import decayed_usage
-from jobs.selectors import decayed_usage_by_person
-from labs.models import AllocationKind
+from jobs.selectors import decayed_usage_by_person, fair_share_entries
 
 def timed(read, n):
     read()  # warm
@@ -162,9 +160,7 @@ def timed(read, n):
                    "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
 
 half_life = policy_config().half_life_s
-since = window.now - dt.timedelta(seconds=8 * half_life)
-entries = (Allocation.objects.exclude(kind=AllocationKind.RESERVATION)
-           .filter(Q(ends_at__isnull=True) | Q(ends_at__gt=since)))
+entries = fair_share_entries(window.now, half_life)
 def in_python():  # what every pass and dry run did before: every entry into Python
     rows = entries.values_list("user_id", "starts_at", "ends_at", "share")
     return decayed_usage(((u, s.timestamp(), e.timestamp() if e else None, float(share)) for u, s, e, share in rows),
