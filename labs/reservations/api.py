@@ -151,7 +151,7 @@ class ReservationListApi(APIView):
             raise serializers.ValidationError(
                 {"to": [_("Ask for at most %(n)s days at a time.") % {"n": MAX_LIST_DAYS}]}
             )
-        reservations = reservations_visible_to(request.user).filter(starts_at__lt=end, ends_at__gt=start)
+        reservations = reservations_visible_to(request.user, listing=True).filter(starts_at__lt=end, ends_at__gt=start)
         return Response(ReservationOut(reservations, many=True).data)
 
     @extend_schema(

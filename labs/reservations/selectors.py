@@ -9,7 +9,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
 from accounts.errors import NotFound
@@ -71,11 +71,32 @@ def not_yours(reservation: Reservation) -> str:
     return f"Reservation {reservation.pk} is not yours, nor for a course of yours that is in term."
 
 
-def reservations_visible_to(user: User) -> QuerySet[Reservation]:
-    """Reservations as the API lists them: teachers and admins see the lab's bookings; students none."""
+# What the API's list shows of each reservation (labs.reservations.api.ReservationOut), its nodes by name.
+_LISTED_FIELDS = (
+    "title",
+    "starts_at",
+    "ends_at",
+    "status",
+    "status_reason",
+    "owner__username",
+    "created_by__username",
+    "course__code",
+    "requested",
+    "series",
+)
+
+
+def reservations_visible_to(user: User, *, listing: bool = False) -> QuerySet[Reservation]:
+    """Reservations as the API lists them: teachers and admins see the lab's bookings; students none. `listing`:
+    read only what the list shows (every teacher's browsing asks for it), not whole rows to act on."""
     if not (user.is_teacher or user.is_lab_admin):
         return Reservation.objects.none()
-    return Reservation.objects.select_related("owner", "course", "created_by").prefetch_related("nodes")
+    reservations = Reservation.objects.select_related("owner", "course", "created_by")
+    if listing:
+        return reservations.only(*_LISTED_FIELDS).prefetch_related(
+            Prefetch("nodes", queryset=Node.objects.only("name"))
+        )
+    return reservations.prefetch_related("nodes")
 
 
 def reservation_for(user: User, reservation_id: int) -> Reservation:
@@ -101,6 +122,18 @@ def reservation_label(reservation: Reservation, viewer: User, usable: bool) -> d
     return {"title": "Reserved", "who": "", "mine": False}
 
 
+# What the week reads of each booked window: its place and time, and what reservation_label shows of its reservation.
+_WEEK_FIELDS = (
+    "node_id",
+    "starts_at",
+    "ends_at",
+    "reservation__title",
+    "reservation__status",
+    "reservation__owner__username",
+    "reservation__course__code",
+)
+
+
 def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     """The week timeline: one row per node, each booking placed by its share of the week.
 
@@ -121,20 +154,24 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
         ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
         .exclude(reservation__status=ReservationStatus.CANCELLED)
         .select_related("reservation__owner", "reservation__course")
+        .only(*_WEEK_FIELDS)
         .order_by("starts_at")
     )
-    people = reservation_people({row.reservation_id: row.reservation for row in rows}.values(), at=timezone.now())
+    # Who may use a booking changes only what a student is shown of it (reservation_label): staff see every one.
+    staff = viewer.is_lab_admin or viewer.is_teacher
+    reservations = {} if staff else {row.reservation_id: row.reservation for row in rows}
+    people = reservation_people(reservations.values(), at=timezone.now())
     blocks: dict[int, list[dict]] = {}
     for row in rows:
         reservation = row.reservation
-        label = reservation_label(reservation, viewer, viewer.pk in people[reservation.pk])
+        label = reservation_label(reservation, viewer, viewer.pk in people.get(reservation.pk, ()))
         blocks.setdefault(row.node_id, []).append(
             {
                 **label,
                 "id": reservation.pk,
                 "status": reservation.status,
                 "left": pct(row.starts_at),
-                "width": max(0.4, pct(row.ends_at) - pct(row.starts_at)),
+                "width": max(0.4, round(pct(row.ends_at) - pct(row.starts_at), 3)),
                 "starts_at": row.starts_at,
                 "ends_at": row.ends_at,
                 "can_open": label["mine"] or viewer.is_lab_admin,
@@ -142,7 +179,7 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
         )
     nodes = [
         {"name": node.name, "status": node.status, "blocks": blocks.get(node.pk, [])}
-        for node in Node.objects.order_by("name")
+        for node in Node.objects.only("name", "status").order_by("name")
     ]
     # The same week as a table (the timeline's alternative, readable without colour or a wide screen): one row per
     # booked window, with its nodes.
@@ -163,12 +200,12 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
 
 
 def reservations_of(user: User, *, now: dt.datetime | None = None) -> QuerySet[Reservation]:
-    """My reservations that have not ended yet, soonest first."""
+    """My reservations that have not ended yet, soonest first, each with `node_count` (the pages list how many)."""
     now = now or timezone.now()
     return (
         Reservation.objects.filter(owner=user, ends_at__gt=now, status__in=HOLDING_STATUSES)
         .select_related("course")
-        .prefetch_related("nodes")
+        .annotate(node_count=Count("nodes"))
         .order_by("starts_at")
     )
 

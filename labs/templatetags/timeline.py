@@ -12,9 +12,10 @@ Positions are CSS percentages with a dot in every language (never the number for
 
 from __future__ import annotations
 
+from html import escape
+
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
@@ -24,14 +25,17 @@ from labs.templatetags.labels import node_status, reservation_status
 register = template.Library()
 
 
-def _lines(week: dict) -> SafeString:
-    lines = format_html_join(
-        "", '<span class="tl-grid" style="left: {}%"></span>', ((day["left"],) for day in week["days"])
-    )
+def _e(value) -> str:
+    """Escaped for HTML text and attributes, as Django's escape would (these rows are built by the thousand per page
+    and format_html costs several times more: the lazy wrappers, SafeString for every piece)."""
+    return escape(str(value))
+
+
+def _lines(week: dict) -> str:
+    lines = "".join(f'<span class="tl-grid" style="left: {_e(day["left"])}%"></span>' for day in week["days"])
     if week.get("now") is None:
         return lines
-    now = format_html('<span class="tl-now" style="left: {}%" title="{}"></span>', week["now"], gettext("Now"))
-    return format_html("{}{}", lines, now)
+    return f'{lines}<span class="tl-now" style="left: {_e(week["now"])}%" title="{_e(gettext("Now"))}"></span>'
 
 
 def _href(booking: dict) -> str | None:
@@ -39,46 +43,39 @@ def _href(booking: dict) -> str | None:
     return reverse("reservation", args=[booking["id"]]) if booking["can_open"] else None
 
 
-def _when(booking: dict) -> str:
-    """Its window as every page says one: the start's day and time, then the end's time (accounts.timefmt)."""
-    return f"{fmt_datetime(booking['starts_at'])}–{fmt_time(booking['ends_at'])}"
+def _when(context, booking: dict) -> str:
+    """Its window as every page says one: the start's day and time, then the end's time (accounts.timefmt); once
+    per window and page, for its blocks and its row of the table."""
+    said = context.render_context.setdefault("timeline_when", {})
+    key = (booking["starts_at"], booking["ends_at"])
+    if key not in said:
+        said[key] = f"{fmt_datetime(booking['starts_at'])}–{fmt_time(booking['ends_at'])}"
+    return said[key]
 
 
-def _block(context, block: dict) -> SafeString:
+def _block(context, block: dict) -> str:
     """One booking's block on one node's row: a link for those who may open it, its tooltip, its place."""
     made = context.render_context.setdefault("timeline_block", {})
     key = (block["id"], block["starts_at"], block["ends_at"])
     if key not in made:
         who = f" — {block['who']}" if block["who"] else ""
+        href = _href(block)
         made[key] = (
-            f"{block['title']}{who}, {_when(block)} ({reservation_status(block['status'])})",
-            _href(block),
+            _e(f"{block['title']}{who}, {_when(context, block)} ({reservation_status(block['status'])})"),
+            None if href is None else _e(href),
+            _e(block["title"]),
         )
-    tooltip, href = made[key]
-    classes = f"tl-block res-{block['status']}"
+    tooltip, href, title = made[key]
+    classes = f"tl-block res-{_e(block['status'])}"
     if block["mine"]:
         classes += " mine"
     if str(context.get("highlight")) == str(block["id"]):
         classes += " highlight"
-    style = f"left: {block['left']}%; width: {block['width']}%"
+    style = f"left: {_e(block['left'])}%; width: {_e(block['width'])}%"
+    attributes = f'class="{classes}" style="{style}" data-reservation="{_e(block["id"])}" title="{tooltip}"'
     if href is None:
-        return format_html(
-            '<span class="{}" style="{}" data-reservation="{}" title="{}">{}</span>',
-            classes,
-            style,
-            block["id"],
-            tooltip,
-            block["title"],
-        )
-    return format_html(
-        '<a href="{}" class="{}" style="{}" data-reservation="{}" title="{}">{}</a>',
-        href,
-        classes,
-        style,
-        block["id"],
-        tooltip,
-        block["title"],
-    )
+        return f"<span {attributes}>{title}</span>"
+    return f'<a href="{href}" {attributes}>{title}</a>'
 
 
 @register.simple_tag(takes_context=True)
@@ -89,46 +86,32 @@ def timeline_rows(context, week: dict) -> SafeString:
     for node in week["nodes"]:
         badge = ""
         if node["status"] != "ready":
-            badge = format_html(' <span class="badge status-{}">{}</span>', node["status"], node_status(node["status"]))
-        blocks = mark_safe("".join(_block(context, block) for block in node["blocks"]))  # noqa: S308 - each built by format_html
+            badge = f' <span class="badge status-{_e(node["status"])}">{_e(node_status(node["status"]))}</span>'
+        blocks = "".join(_block(context, block) for block in node["blocks"])
+        name = _e(node["name"])
         rows.append(
-            format_html(
-                '<div class="tl-row" data-node="{}"><div class="tl-node">{}{}</div>'
-                '<div class="tl-track">{}{}</div></div>',
-                node["name"],
-                node["name"],
-                badge,
-                lines,
-                blocks,
-            )
+            f'<div class="tl-row" data-node="{name}"><div class="tl-node">{name}{badge}</div>'
+            f'<div class="tl-track">{lines}{blocks}</div></div>'
         )
-    return mark_safe("\n".join(rows))  # noqa: S308 - each built by format_html
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value in it went through _e
 
 
-@register.simple_tag
-def week_table_rows(week: dict) -> SafeString:
+@register.simple_tag(takes_context=True)
+def week_table_rows(context, week: dict) -> SafeString:
     """The week as a table's rows: when, the reservation (a link for those who may open it, whose, yours), its nodes
     and status."""
-    yours = gettext("yours")
+    yours = _e(gettext("yours"))
     rows = []
     for booking in week["bookings"]:
+        title = _e(booking["title"])
         if (href := _href(booking)) is not None:
-            title = format_html('<a href="{}">{}</a>', href, booking["title"])
-        else:
-            title = format_html("{}", booking["title"])
-        who = format_html(" — {}", booking["who"]) if booking["who"] else ""
-        mine = format_html(" ({})", yours) if booking["mine"] else ""
-        nodes = f"{len(booking['nodes'])}: {', '.join(booking['nodes'])}"
+            title = f'<a href="{_e(href)}">{title}</a>'
+        who = f" — {_e(booking['who'])}" if booking["who"] else ""
+        mine = f" ({yours})" if booking["mine"] else ""
+        nodes = _e(f"{len(booking['nodes'])}: {', '.join(booking['nodes'])}")
+        when = _e(_when(context, booking))
         rows.append(
-            format_html(
-                '<tr data-reservation="{}"><td>{}</td><td>{}{}{}</td><td>{}</td><td>{}</td></tr>',
-                booking["id"],
-                _when(booking),
-                title,
-                who,
-                mine,
-                nodes,
-                reservation_status(booking["status"]),
-            )
+            f'<tr data-reservation="{_e(booking["id"])}"><td>{when}</td><td>{title}{who}{mine}</td>'
+            f"<td>{nodes}</td><td>{_e(reservation_status(booking['status']))}</td></tr>"
         )
-    return mark_safe("\n".join(rows))  # noqa: S308 - each built by format_html
+    return mark_safe("\n".join(rows))  # noqa: S308 - every value in it went through _e

@@ -339,3 +339,36 @@ def test_a_booking_on_three_nodes_is_the_same_block_on_each_row(client, lab):
     signed_in(client, "root", "admin")  # an admin opens anyone's: the same link, without "mine"
     html = client.get(f"/lab/reservations/?week={tomorrow().isoformat()}").content.decode()
     assert html.count(f'<a href="/lab/reservations/{reservation.pk}/" class="tl-block res-approved" style=') == 3
+
+
+@pytest.mark.parametrize("role", ["teacher", "admin", "student"])
+def test_the_week_reads_the_same_few_queries_however_much_is_booked(client, lab, role, django_assert_max_num_queries):
+    # Every teacher's browsing loads this page: its reads must not grow with the bookings (one per row, per owner).
+    ada = UserFactory(username="ada", role="teacher")
+    course = CourseFactory(code="DL-101")
+    course.teachers.add(ada)
+    signed_in(client, "viewer", role)
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(8)))
+    url = f"/lab/reservations/?week={tomorrow().isoformat()}"
+
+    def book(n, owner):
+        at = start + dt.timedelta(hours=n)
+        reservation_create(
+            by=owner, title=f"Session {n}", starts_at=at, ends_at=at + dt.timedelta(minutes=50),
+            nodes=NodeRequest(names=(f"gpu{n % 6 + 1:02d}", f"gpu{(n + 1) % 6 + 1:02d}")), course=course,
+        )  # fmt: skip
+
+    book(0, ada)
+    with django_assert_max_num_queries(9) as few:  # session, person, bookings, nodes, banners (2), ...
+        assert client.get(url).status_code == 200
+    for n in range(1, 12):
+        teacher = UserFactory(username=f"teacher{n}", role="teacher")
+        course.teachers.add(teacher)
+        book(n, teacher)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        html = client.get(url).content.decode()
+    # What each role is shown is unchanged: staff see every title, a student outside the course only "Reserved".
+    if role == "student":
+        assert "Session 5" not in html and html.count(">Reserved</span>") == 24
+    else:
+        assert all(f"Session {n}</" in html for n in range(12))
