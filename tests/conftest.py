@@ -82,6 +82,17 @@ def _fresh_telemetry_state():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_banners():
+    """Each test reads its own banners: the rows every page shows are kept in the cache (Redis outlives tests) until
+    a write moves their version on, and a test's writes are rolled back without one."""
+    from django.core.cache import cache
+
+    from labs.maintenance.selectors import BANNERS_KEY
+
+    cache.delete(BANNERS_KEY)
+
+
+@pytest.fixture(autouse=True)
 def _fresh_channel_layer():
     """Each test gets its own channel layer: the Redis layer keeps locks bound to the event loop that used them, so a
     test that failed mid-receive would otherwise fail every later test that uses the layer from another loop."""

@@ -6,6 +6,8 @@ import datetime as dt
 from collections import defaultdict
 
 from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -60,19 +62,38 @@ def announcements_active(*, now: dt.datetime | None = None) -> QuerySet[Announce
     return Announcement.objects.filter(starts_at__lte=now, ends_at__gt=now).order_by("-starts_at", "-id")
 
 
-def banners(*, now: dt.datetime | None = None) -> list[dict]:
-    """What every page shows on top: active announcements, and maintenance from MAINTENANCE_BANNER_LEAD_H before
-    its start until its end. Each: kind, severity, text, starts_at, ends_at (the template words maintenance)."""
-    now = now or timezone.now()
-    shown = [
+# Every page shows the banners, and announcements and maintenance windows are written a few times a term: the rows not
+# over yet are kept in the cache (one round trip a page instead of two queries), with the version they were read at.
+# Any write moves the version on (banners_changed: labs.apps connects it to their saves and deletes), so the next page
+# reads them again; a row that ends, or a window whose lead time begins, is a matter of `now`, filtered per page.
+BANNERS_KEY = "labs:banners"
+BANNERS_VERSION_KEY = "labs:banners:version"
+BANNERS_KEEP_S = 60  # at most this long for what no save tells (a node renamed in a window's list)
+
+
+def _next_version() -> None:
+    cache.add(BANNERS_VERSION_KEY, 0, timeout=None)
+    try:
+        cache.incr(BANNERS_VERSION_KEY)
+    except ValueError:  # evicted between the two calls
+        cache.set(BANNERS_VERSION_KEY, 1, timeout=None)
+
+
+def banners_changed(**_signal) -> None:
+    """An announcement or maintenance window was written: the pages read them again, now (this transaction's own
+    pages) and once it commits (a page that read the rows before the commit kept the old ones)."""
+    _next_version()
+    transaction.on_commit(_next_version)
+
+
+def _banner_rows(now: dt.datetime) -> list[dict]:
+    """Announcements and maintenance windows not over at `now` (those still to come too), as plain rows."""
+    rows = [
         {"kind": "announcement", "severity": a.severity, "text": a.text, "starts_at": a.starts_at, "ends_at": a.ends_at}
-        for a in announcements_active(now=now)
+        for a in Announcement.objects.filter(ends_at__gt=now).order_by("-starts_at", "-id")
     ]
-    lead = dt.timedelta(hours=settings.MAINTENANCE_BANNER_LEAD_H)
-    for m in Maintenance.objects.filter(
-        ended_at__isnull=True, starts_at__lte=now + lead, ends_at__gt=now
-    ).prefetch_related("nodes"):
-        shown.append(
+    for m in Maintenance.objects.filter(ended_at__isnull=True, ends_at__gt=now).prefetch_related("nodes"):
+        rows.append(
             {
                 "kind": "maintenance",
                 "severity": "warning",
@@ -81,7 +102,32 @@ def banners(*, now: dt.datetime | None = None) -> list[dict]:
                 "all_nodes": m.all_nodes,
                 "starts_at": m.starts_at,
                 "ends_at": m.ends_at,
-                "now": m.starts_at <= now,
             }
         )
+    return rows
+
+
+def _banner_rows_kept(now: dt.datetime) -> list[dict]:
+    kept = cache.get_many([BANNERS_KEY, BANNERS_VERSION_KEY])
+    version, entry = kept.get(BANNERS_VERSION_KEY, 0), kept.get(BANNERS_KEY)
+    if entry is not None and entry["version"] == version and entry["read_at"] <= now < entry["until"]:
+        return entry["rows"]
+    rows = _banner_rows(now)
+    until = now + dt.timedelta(seconds=BANNERS_KEEP_S)
+    cache.set(BANNERS_KEY, {"version": version, "read_at": now, "until": until, "rows": rows}, BANNERS_KEEP_S)
+    return rows
+
+
+def banners(*, now: dt.datetime | None = None) -> list[dict]:
+    """What every page shows on top: active announcements, and maintenance from MAINTENANCE_BANNER_LEAD_H before
+    its start until its end. Each: kind, severity, text, starts_at, ends_at (the template words maintenance)."""
+    now = now or timezone.now()
+    lead = dt.timedelta(hours=settings.MAINTENANCE_BANNER_LEAD_H)
+    shown = []
+    for row in _banner_rows_kept(now):
+        if row["kind"] == "announcement" and row["starts_at"] <= now < row["ends_at"]:
+            shown.append(row)
+        elif row["kind"] == "maintenance" and row["starts_at"] <= now + lead and now < row["ends_at"]:
+            shown.append({**row, "now": row["starts_at"] <= now})
+    # Announcements first, newest first (the rows' order); then the windows, soonest first (the model's order).
     return shown

@@ -98,3 +98,55 @@ def test_unknown_page_is_a_friendly_404(client, settings):
     response = client.get("/no/such/page/")
     assert response.status_code == 404
     assert "Back to your dashboard" in response.content.decode()
+
+
+def _menu(client, path):
+    import re
+
+    html = client.get(path).content.decode()
+    nav = re.search(r'<nav class="nav" aria-label="[^"]+">(.*?)</nav>', html, re.S).group(1)
+    return re.findall(r'<a href="([^"]+)"( aria-current="page")?>([^<]+)</a>', nav)
+
+
+@pytest.mark.parametrize(
+    "role, extra",
+    [
+        ("student", []),
+        ("teacher", ["/notebooks/course/", "/usage/courses/", "/courses/audit/"]),
+        ("admin", ["/notebooks/course/", "/usage/courses/", "/usage/lab/", "/console/", "/admin/"]),
+    ],
+)
+def test_the_menu_is_each_roles_own_in_its_language_with_this_page_marked(client, role, extra):
+    # The menu is made once per language, role and page in each process (portal/web/templatetags/nav.py).
+    user = UserFactory(username=f"kim-{role}", role=role)
+    client.force_login(user)
+    everyone = [
+        "/",
+        "/lab/nodes/",
+        "/lab/gpus/",
+        "/lab/reservations/",
+        "/jobs/",
+        "/notebooks/",
+        "/usage/",
+        "/requests/",
+    ]
+    links = _menu(client, "/jobs/")
+    assert {href for href, _, _ in links} == {*everyone, "/api/v1/docs/", "/help/", *extra}
+    assert [(href, text) for href, current, text in links if current] == [("/jobs/", "Jobs")]
+    user.language = "pt-br"
+    user.save(update_fields=["language"])
+    links = _menu(client, "/lab/gpus/")
+    assert [(href, text) for href, current, text in links if current] == [("/lab/gpus/", "GPUs ao vivo")]
+    assert ("/jobs/", "", "Tarefas") in links
+
+
+def test_a_student_who_becomes_an_assistant_sees_the_course_links_on_the_next_page(client):
+    from accounts.models import Enrollment
+    from tests.factories import CourseFactory
+
+    student = UserFactory(username="tina", role="student")
+    client.force_login(student)
+    assert "/notebooks/course/" not in {href for href, _, _ in _menu(client, "/")}
+    Enrollment.objects.create(user=student, course=CourseFactory(code="DL-101"), role="assistant")
+    links = {href for href, _, _ in _menu(client, "/")}
+    assert {"/notebooks/course/", "/usage/courses/"} <= links and "/console/" not in links

@@ -6,8 +6,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
+from labs.maintenance.selectors import BANNERS_KEY, BANNERS_VERSION_KEY, banners
 from labs.maintenance.services import announcement_create, maintenance_create
 from labs.models import Announcement, Maintenance
 from tests.factories import NodeFactory, UserFactory
@@ -59,6 +61,50 @@ def test_the_maintenance_banner_shows_from_its_lead_until_its_end(client, root, 
     assert "Maintenance now on gpu01 until " in client.get("/").content.decode()
     frozen_now(T0 + dt.timedelta(hours=52))
     assert "New drivers" not in client.get("/").content.decode()
+
+
+def test_pages_keep_the_banners_and_show_a_new_one_at_once(client, root, frozen_now, django_assert_num_queries):
+    # Every page shows the banners: they are kept in the cache, and any write shows on the very next page.
+    frozen_now(T0)
+    client.force_login(UserFactory(username="ada"))
+    assert 'data-testid="banners"' not in client.get("/account/").content.decode()
+    with django_assert_num_queries(0):
+        assert banners() == []  # kept: no query
+    announcement_create(by=root, text="Coffee in room 2.", ends_at=T0 + dt.timedelta(hours=1))
+    assert "Coffee in room 2." in client.get("/account/").content.decode()
+    # One that begins in half a minute: not yet, then shown by its time alone, from what was kept.
+    announcement_create(
+        by=root,
+        text="Back up your notebooks.",
+        starts_at=T0 + dt.timedelta(seconds=30),
+        ends_at=T0 + dt.timedelta(hours=1),
+    )
+    assert "Back up your notebooks." not in client.get("/account/").content.decode()
+    frozen_now(T0 + dt.timedelta(seconds=40))
+    with django_assert_num_queries(0):
+        assert [b["text"] for b in banners()] == ["Back up your notebooks.", "Coffee in room 2."]
+    # What is kept is never read for a moment before it was read (a clock set back) nor past a minute.
+    frozen_now(T0 - dt.timedelta(seconds=5))
+    with django_assert_num_queries(2):
+        assert banners() == []
+    frozen_now(T0 + dt.timedelta(seconds=61))
+    with django_assert_num_queries(2):
+        assert len(banners()) == 2
+
+
+def test_a_page_that_read_the_banners_before_a_commit_does_not_keep_them(
+    root, frozen_now, django_capture_on_commit_callbacks
+):
+    frozen_now(T0)
+    with django_capture_on_commit_callbacks() as commits:
+        announcement_create(by=root, text="Power cut at noon.", ends_at=T0 + dt.timedelta(hours=1))
+        # Another page reading the rows now would keep them under the moved-on version; the commit moves it again.
+        cache.set(BANNERS_KEY, {"version": cache.get(BANNERS_VERSION_KEY), "read_at": T0,
+                                "until": T0 + dt.timedelta(minutes=1), "rows": []})  # fmt: skip
+        assert banners() == []
+    for callback in commits:
+        callback()
+    assert [b["text"] for b in banners()] == ["Power cut at noon."]
 
 
 @pytest.mark.parametrize("role", ["student", "teacher", "admin", "assistant"])
