@@ -8,8 +8,9 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, FloatField, Max, Min, Q, QuerySet, Sum
+from django.db.models import Case, Count, F, FloatField, Max, Min, Q, QuerySet, Sum, When, Window
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, Least, RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -21,7 +22,7 @@ from accounts.quotas import effective_quota
 from accounts.selectors import course_ids_active_for, courses_active_for, work_visible_to
 from jobs.models import Job, JobState, JobTemplate
 from jobs.policy.priority import LN2, decayed_usage
-from jobs.policy.runtime import RuntimePrediction, predict_runtime
+from jobs.policy.runtime import WINDOW, RuntimePrediction, predict_runtime
 from jobs.presets import Preset, presets_for
 from labs.ledger import week_gpu_hours, without_jit
 from labs.models import WORKING_STATUSES, Allocation, AllocationKind, Gpu, NodeStatus, Reservation
@@ -132,6 +133,8 @@ def runtime_predictions(jobs: Iterable[Job], *, now: dt.datetime | None = None) 
     if not jobs:
         return {}
     now = now or timezone.now()
+    latest = F("finished_at").desc()
+    owners, courses = {job.owner_id for job in jobs}, {job.course_id for job in jobs if job.course_id}
     rows = (
         Job.objects.filter(
             state=JobState.SUCCEEDED,
@@ -141,9 +144,25 @@ def runtime_predictions(jobs: Iterable[Job], *, now: dt.datetime | None = None) 
             finished_at__lte=now,
             image__in={job.image for job in jobs},
         )
-        .filter(
-            Q(owner_id__in={j.owner_id for j in jobs}) | Q(course_id__in={j.course_id for j in jobs if j.course_id})
+        .filter(finished_at__gte=Coalesce("running_at", "started_at"))  # a run time below zero is no run time
+        .filter(Q(owner_id__in=owners) | Q(course_id__in=courses))
+        # Only the latest WINDOW runs of each person's and each course's work are read (all a prediction uses), so
+        # a class that ran the same script thousands of times costs no more than one that ran it ten times.
+        .annotate(
+            latest_of_owner=Window(
+                RowNumber(), partition_by=[F("owner_id"), F("image"), F("command")], order_by=latest
+            ),
+            latest_of_course=Window(
+                RowNumber(), partition_by=[F("course_id"), F("image"), F("command")], order_by=latest
+            ),
         )
+        .annotate(
+            latest_rank=Least(
+                Case(When(owner_id__in=owners, then="latest_of_owner"), default=WINDOW + 1),
+                Case(When(course_id__in=courses, then="latest_of_course"), default=WINDOW + 1),
+            )
+        )
+        .filter(latest_rank__lte=WINDOW)
         .order_by("-finished_at")
         .values_list("owner_id", "course_id", "image", "command", "started_at", "running_at", "finished_at")[
             :HISTORY_ROWS

@@ -59,6 +59,7 @@ for arg in "$@"; do case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && exit 0 ;; e
 echo "==> pytest (SQLite, the embedded path)"
 exec python -m pytest --ds=tests.settings_sqlite "$@" \
   tests/labs/reservations/test_services.py tests/labs/reservations/test_api.py tests/labs/test_placement.py \
-  tests/labs/test_course_term.py tests/jobs/test_services.py tests/jobs/test_usage_sql.py tests/notebooks/test_notebooks.py \
+  tests/labs/test_course_term.py tests/jobs/test_services.py tests/jobs/test_usage_sql.py tests/jobs/test_runtime_history.py \
+  tests/notebooks/test_notebooks.py \
   tests/labs/budgets/test_alerts.py tests/labs/budgets/test_block.py \
   tests/labs/usage/test_accounting.py tests/labs/usage/test_api.py tests/labs/usage/test_efficiency.py

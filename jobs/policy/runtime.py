@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 Confidence = Literal["none", "low", "high"]
+WINDOW = 10  # how many of the latest run times of the same work a prediction reads
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def predict_runtime(
-    history: Sequence[float], limit_s: float, *, window: int = 10, min_samples: int = 3, max_spread: float = 0.5
+    history: Sequence[float], limit_s: float, *, window: int = WINDOW, min_samples: int = 3, max_spread: float = 0.5
 ) -> RuntimePrediction:
     """Predict from past run times (oldest first) of the same work; never above `limit_s`."""
     recent = sorted(min(max(float(x), 0.0), limit_s) for x in history[-window:] if x is not None)

@@ -305,6 +305,8 @@ def _check_datasets(datasets: Any, user: User, errors: dict[str, str]) -> tuple[
         errors["datasets"] = _("At most %(n)d datasets.") % {"n": MAX_DATASETS}
         return ()
     names = tuple(dict.fromkeys(datasets))
+    if not names:  # an empty list: nothing to look up
+        return ()
     known = set(datasets_usable_by(user).filter(name__in=names).values_list("name", flat=True))
     unknown = [d for d in names if d not in known]
     if unknown:

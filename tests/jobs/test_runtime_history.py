@@ -98,3 +98,43 @@ def test_the_pass_plans_the_estimated_start_with_the_predictions(frozen_now):
     # The first job is expected to run 20 min, not its 3 h limit: the second starts in 15-25 min.
     assert second.estimated_start == now + dt.timedelta(minutes=20)
     assert second.reason == "waiting for 1 GPU; first in line; estimated start 10:15-10:25"
+
+
+def test_only_the_latest_runs_of_each_work_are_read_and_the_predictions_are_those_of_all_of_them(
+    frozen_now, django_assert_num_queries
+):
+    # A class that ran the same script hundreds of times: the read keeps the latest WINDOW runs of each person's and
+    # each course's work, which is all predict_runtime looks at, so the predictions equal the whole history's.
+    import random
+
+    from jobs.models import Job
+    from jobs.policy.runtime import WINDOW, predict_runtime
+
+    now = frozen_now("2026-03-02 10:00")
+    rng = random.Random(7)
+    course = CourseFactory(code="DL-101")
+    people = [UserFactory(username=f"s{n}") for n in range(4)]
+    other = ["python", "eval.py"]
+    for n in range(150):
+        who = people[n % 4]
+        run_s = rng.choice([300, 310, 290]) if n < 120 else rng.choice([1200, 60, 2400])  # the latest are noisy
+        finished(who, run_s, now=now, ago_h=150 - n + rng.random() / 10, course=course if n % 3 else None,
+                 command=other if n % 5 == 0 else COMMAND)  # fmt: skip
+    # A row whose end is before its start (a clock that jumped) is no run time, and is not one of the latest.
+    finished(people[0], 100, now=now, ago_h=0.5).__class__.objects.filter(
+        finished_at=now - dt.timedelta(hours=0.5)
+    ).update(running_at=now)
+    waiting = [queued(p, now=now, course=course if i % 2 else None, command=c) for i, p in enumerate(people)
+               for c in (COMMAND, other)] + [queued(UserFactory(username="new"), now=now, course=course)]  # fmt: skip
+    with django_assert_num_queries(1):
+        predictions = runtime_predictions(waiting, now=now)
+
+    def whole_history(job):
+        done = Job.objects.filter(state=JobState.SUCCEEDED, attempt=1, image=job.image, command=job.command)
+        own = [j for j in done.order_by("finished_at") if j.owner_id == job.owner_id]
+        course_runs = [j for j in done.order_by("finished_at") if job.course_id and j.course_id == job.course_id]
+        runs = [(j.finished_at - (j.running_at or j.started_at)).total_seconds() for j in (own or course_runs)]
+        return predict_runtime([r for r in runs if r >= 0], float(job.max_runtime_s))
+
+    assert {job.pk: whole_history(job) for job in waiting} == predictions
+    assert max(p.samples for p in predictions.values()) == WINDOW
