@@ -35,7 +35,8 @@ def _lines(week: dict) -> str:
     lines = "".join(f'<span class="tl-grid" style="left: {_e(day["left"])}%"></span>' for day in week["days"])
     if week.get("now") is None:
         return lines
-    return f'{lines}<span class="tl-now" style="left: {_e(week["now"])}%" title="{_e(gettext("Now"))}"></span>'
+    now = _e(gettext("Now"))  # (outside the f-string, where makemessages finds it)
+    return f'{lines}<span class="tl-now" style="left: {_e(week["now"])}%" title="{now}"></span>'
 
 
 def _href(booking: dict) -> str | None:
