@@ -9,7 +9,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, Prefetch, QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from accounts.errors import NotFound
@@ -17,6 +17,7 @@ from accounts.models import Course, Enrollment, User
 from accounts.permissions import (
     RESERVATION_OWNER_ACTION,
     RESERVATIONS_STAFF_ONLY,
+    is_staff,
     require_owner_or_admin,
     require_staff,
 )
@@ -27,15 +28,23 @@ from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, Re
 def _members_in_term(
     *, at: dt.datetime, course_ids: Iterable[int] | None = None, user_ids: Iterable[int] | None = None
 ) -> list[tuple[int, int]]:
-    """(course id, user id) for the students and teachers of courses in term on the lab's date of `at`."""
+    """(course id, user id) for the students and teachers of courses in term on the lab's date of `at`.
+
+    Asked about no course or no person, it answers at once: compiling the two queries cost more than they do."""
+    if course_ids is not None:
+        course_ids = list(course_ids)
+    if user_ids is not None:
+        user_ids = list(user_ids)
+    if course_ids == [] or user_ids == []:
+        return []
     in_term = courses_in_term(today=timezone.localdate(at))
     if course_ids is not None:
-        in_term = in_term.filter(pk__in=list(course_ids))
+        in_term = in_term.filter(pk__in=course_ids)
     pairs = []
     for through in (Enrollment.objects, Course.teachers.through.objects):
         rows = through.filter(course_id__in=in_term.values("pk"))
         if user_ids is not None:
-            rows = rows.filter(user_id__in=list(user_ids))
+            rows = rows.filter(user_id__in=user_ids)
         pairs.extend(rows.values_list("course_id", "user_id"))
     return pairs
 
@@ -86,17 +95,32 @@ _LISTED_FIELDS = (
 )
 
 
-def reservations_visible_to(user: User, *, listing: bool = False) -> QuerySet[Reservation]:
-    """Reservations as the API lists them: teachers and admins see the lab's bookings; students none. `listing`:
-    read only what the list shows (every teacher's browsing asks for it), not whole rows to act on."""
-    if not (user.is_teacher or user.is_lab_admin):
+def reservations_visible_to(user: User) -> QuerySet[Reservation]:
+    """Reservations as the API shows them: teachers and admins see the lab's bookings; students none."""
+    if not is_staff(user):
         return Reservation.objects.none()
-    reservations = Reservation.objects.select_related("owner", "course", "created_by")
-    if listing:
-        return reservations.only(*_LISTED_FIELDS).prefetch_related(
-            Prefetch("nodes", queryset=Node.objects.only("name"))
-        )
-    return reservations.prefetch_related("nodes")
+    return Reservation.objects.select_related("owner", "course", "created_by").prefetch_related("nodes")
+
+
+def reservations_listed(user: User, *, start: dt.datetime, end: dt.datetime) -> list[Reservation]:
+    """The API's list (every teacher's browsing asks for it): the reservations `user` may see that overlap
+    [start, end), reading only what the list shows, each with `node_names` (sorted) from one plain query rather
+    than a related manager per reservation."""
+    if not is_staff(user):
+        return []
+    reservations = list(
+        Reservation.objects.select_related("owner", "course", "created_by")
+        .only(*_LISTED_FIELDS)
+        .filter(starts_at__lt=end, ends_at__gt=start)
+    )
+    names: dict[int, list[str]] = {reservation.pk: [] for reservation in reservations}
+    if names:
+        rows = ReservationNode.objects.filter(reservation_id__in=list(names)).order_by()
+        for reservation_id, name in rows.values_list("reservation_id", "node__name"):
+            names[reservation_id].append(name)
+    for reservation in reservations:
+        reservation.node_names = sorted(names[reservation.pk])
+    return reservations
 
 
 def reservation_for(user: User, reservation_id: int) -> Reservation:
@@ -116,7 +140,7 @@ def reservation_for(user: User, reservation_id: int) -> Reservation:
 def reservation_label(reservation: Reservation, viewer: User, usable: bool) -> dict[str, object]:
     """What `viewer` may know of a booking: staff see who and what; students only those they may use."""
     mine = reservation.owner_id == viewer.pk
-    if viewer.is_lab_admin or viewer.is_teacher or mine or usable:
+    if is_staff(viewer) or mine or usable:
         course = f" · {reservation.course.code}" if reservation.course_id else ""
         return {"title": reservation.title, "who": f"{reservation.owner.username}{course}", "mine": mine}
     return {"title": "Reserved", "who": "", "mine": False}
@@ -157,9 +181,9 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
         .only(*_WEEK_FIELDS)
         .order_by("starts_at")
     )
-    # Who may use a booking changes only what a student is shown of it (reservation_label): staff see every one.
-    staff = viewer.is_lab_admin or viewer.is_teacher
-    reservations = {} if staff else {row.reservation_id: row.reservation for row in rows}
+    # Who may use a booking changes only what a student is shown of it (reservation_label): staff (is_staff, the
+    # label's own test) see every one.
+    reservations = {} if is_staff(viewer) else {row.reservation_id: row.reservation for row in rows}
     people = reservation_people(reservations.values(), at=timezone.now())
     blocks: dict[int, list[dict]] = {}
     for row in rows:
