@@ -19,7 +19,7 @@ from accounts.models import Course, User
 from accounts.permissions import ADMINS_ONLY, RESERVATIONS_STAFF_ONLY, is_staff
 from labs.models import NodeStatus
 from labs.reservations.availability import free_nodes
-from labs.reservations.selectors import reservation_for, reservations_visible_to
+from labs.reservations.selectors import reservation_for, reservations_listed
 from labs.reservations.services import (
     SERIES_SCOPES,
     NodeRequest,
@@ -92,7 +92,8 @@ class ReservationOut(serializers.Serializer):
     series = serializers.UUIDField(allow_null=True)
 
     def get_nodes(self, reservation) -> list[str]:
-        return sorted(node.name for node in reservation.nodes.all())
+        listed = getattr(reservation, "node_names", None)  # the list's (reservations_listed)
+        return listed if listed is not None else sorted(node.name for node in reservation.nodes.all())
 
     def get_status(self, reservation) -> str:
         return reservation.status_at(timezone.now())
@@ -151,7 +152,7 @@ class ReservationListApi(APIView):
             raise serializers.ValidationError(
                 {"to": [_("Ask for at most %(n)s days at a time.") % {"n": MAX_LIST_DAYS}]}
             )
-        reservations = reservations_visible_to(request.user, listing=True).filter(starts_at__lt=end, ends_at__gt=start)
+        reservations = reservations_listed(request.user, start=start, end=end)
         return Response(ReservationOut(reservations, many=True).data)
 
     @extend_schema(

@@ -243,3 +243,33 @@ def test_fifty_concurrent_api_requests_make_exactly_one_reservation(lab):
             data = answer.json()
             assert data["code"] == "conflict" and len(data["conflicts"]) == 4
             assert data["earliest_fit"]["nodes"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+
+
+def test_the_list_names_each_bookings_nodes_in_the_same_few_queries_however_many(
+    lab, ada, django_assert_max_num_queries
+):
+    # Every teacher's browsing asks for the list: its reads must not grow with the bookings (a manager per row).
+    grace = UserFactory(username="grace", role="teacher")
+    admin = UserFactory(username="root", role="admin")
+    first = client_for(ada).post(URL, body(nodes=["gpu03", "gpu01"], node_count=None), format="json").json()
+    window = {"from": local(1, 0), "to": local(3, 0)}
+    reader = client_for(grace)
+    with django_assert_max_num_queries(4) as few:  # token, bookings, their nodes
+        assert reader.get(URL, window).json()[0]["nodes"] == ["gpu01", "gpu03"]
+    queries = len(few)  # now: the bookings' requests below reset the query log
+    for hour in range(8, 20):
+        made = client_for(ada).post(
+            URL, body(starts_at=local(2, hour), ends_at=local(2, hour + 1), node_count=hour % 3 + 1), format="json"
+        )
+        assert made.status_code == 201, made.json()
+    with django_assert_max_num_queries(queries):
+        listed = reader.get(URL, window).json()
+    assert [r["id"] for r in listed][0] == first["id"] and len(listed) == 13
+    assert [len(r["nodes"]) for r in listed[1:]] == [hour % 3 + 1 for hour in range(8, 20)]
+    assert all(r["nodes"] == sorted(r["nodes"]) for r in listed)
+    # The same rows as the detail answers (its nodes read through the reservation's own relation).
+    for row in listed:
+        assert client_for(admin).get(f"{URL}{row['id']}/").json() == row
+    # A student is refused the list, as before.
+    student = client_for(UserFactory(username="sam", role="student"))
+    assert student.get(URL, window).status_code == 403
