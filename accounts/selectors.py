@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -13,6 +14,7 @@ from django.utils.translation import gettext as _
 from accounts.errors import NotFound
 from accounts.models import ApiToken, Course, CourseRole, Enrollment, Role, RosterInvitation, User
 from accounts.permissions import ROSTERS_TEACHERS_ONLY, require_staff
+from accounts.prepared import Prepared
 from accounts.timefmt import fmt_datetime
 
 
@@ -263,11 +265,31 @@ def token_live_of(user: User, token_id: int) -> ApiToken:
     return token
 
 
+# Each signed-in request makes one of these two lookups: compiled once, not per request (accounts.prepared).
+_TOKEN_BY_HASH = Prepared(
+    lambda key_hash: ApiToken.objects.select_related("user").filter(key_hash=key_hash),
+    key_hash=ApiToken._meta.get_field("key_hash"),
+)
+_USER_BY_ID = Prepared(lambda pk: User.objects.filter(pk=pk), pk=User._meta.pk)
+
+
 def token_find(key: str) -> ApiToken | None:
     """The token with this key, whatever its state (revoked, expired), with its user; None for no such key."""
     if not key or len(key) > 100 or "\x00" in key:
         return None
-    return ApiToken.objects.select_related("user").filter(key_hash=token_hash(key)).first()
+    found = _TOKEN_BY_HASH.objects(token_hash(key))  # key_hash is unique: one row or none
+    return found[0] if found else None
+
+
+def user_signed_in(user_id) -> User | None:
+    """The account a session names, as every sign-in backend's get_user finds it: None when there is no such account
+    (a deleted one, an id that is no number) or it is switched off."""
+    try:
+        pk = User._meta.pk.to_python(user_id)
+    except ValidationError:
+        return None
+    found = _USER_BY_ID.objects(pk)
+    return found[0] if found and found[0].is_active else None
 
 
 def token_hash(key: str) -> str:

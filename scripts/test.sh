@@ -62,4 +62,5 @@ exec python -m pytest --ds=tests.settings_sqlite "$@" \
   tests/labs/test_course_term.py tests/jobs/test_services.py tests/jobs/test_usage_sql.py tests/jobs/test_runtime_history.py \
   tests/notebooks/test_notebooks.py \
   tests/labs/budgets/test_alerts.py tests/labs/budgets/test_block.py \
-  tests/labs/usage/test_accounting.py tests/labs/usage/test_api.py tests/labs/usage/test_efficiency.py
+  tests/labs/usage/test_accounting.py tests/labs/usage/test_api.py tests/labs/usage/test_efficiency.py \
+  tests/portal/test_prepared.py

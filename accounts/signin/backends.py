@@ -7,6 +7,8 @@ import logging
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 
+from accounts.selectors import user_signed_in
+
 logger = logging.getLogger("portal.signin")
 
 
@@ -27,3 +29,6 @@ class LocalPasswordBackend(ModelBackend):
             logger.info("local password sign-in of %s refused: LOCAL_LOGIN=%s", user.username, settings.LOCAL_LOGIN)
             return None
         return user
+
+    def get_user(self, user_id):
+        return user_signed_in(user_id)  # the one lookup of a session's account, compiled once (accounts.selectors)

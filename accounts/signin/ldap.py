@@ -20,6 +20,7 @@ from django_auth_ldap.backend import LDAPBackend, LDAPSettings
 from django_auth_ldap.config import LDAPSearch
 
 from accounts.models import ExternalIdentity, RoleSource, User
+from accounts.selectors import user_signed_in
 from accounts.signin import ldap_enabled
 from accounts.signin.services import external_identity_sign_in, signin_groups_apply
 from accounts.usernames import username_normalized
@@ -94,8 +95,7 @@ class PortalLDAPBackend(LDAPBackend):
         return super().authenticate(request, username=username, password=password, **kwargs)
 
     def get_user(self, user_id):
-        user = User.objects.filter(pk=user_id).first()
-        return user if user is not None and user.is_active else None
+        return user_signed_in(user_id)
 
     def get_or_build_user(self, username, ldap_user):
         """The account linked to this entry; a new one (built, unsaved) when none is; never a local account by name."""

@@ -18,6 +18,7 @@ from django.core.exceptions import SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from accounts.models import ExternalIdentity, User
+from accounts.selectors import user_signed_in
 from accounts.signin.services import external_identity_sign_in
 
 logger = logging.getLogger("portal.signin")
@@ -198,5 +199,4 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         return user
 
     def get_user(self, user_id):
-        user = User.objects.filter(pk=user_id).first()
-        return user if user is not None and user.is_active else None
+        return user_signed_in(user_id)

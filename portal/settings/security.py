@@ -18,6 +18,7 @@ SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", default=not DEBUG)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 60 * 60 * 12, minimum=300)
+SESSION_ENGINE = "accounts.sessions"  # Django's database sessions, their lookup compiled once per process
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 

@@ -14,7 +14,6 @@ import math
 from axes.backends import AxesStandaloneBackend
 from axes.helpers import get_client_username, get_cool_off
 from axes.models import AccessAttempt
-from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -25,6 +24,7 @@ from accounts.addresses import client_ip_address
 from accounts.errors import SignInPaused
 from accounts.models import User
 from accounts.permissions import SIGNIN_LOCKED, SIGNIN_THROTTLED
+from accounts.selectors import user_signed_in
 from accounts.usernames import username_key
 from portal.api.throttles import LoginThrottle
 
@@ -95,7 +95,7 @@ class PasswordLockoutBackend(AxesStandaloneBackend):
 
     def get_user(self, user_id):
         # It never signs anyone in itself; a session written naming the first backend still finds its user.
-        return ModelBackend().get_user(user_id)
+        return user_signed_in(user_id)
 
 
 def not_a_password_sign_in(request: HttpRequest, credentials: dict | None) -> bool:

@@ -1,0 +1,114 @@
+"""Lookups compiled once (accounts.prepared): the session, its account and an API token, which every signed-in
+request makes. They must give what the ORM gives, with each call's own values, and keep every refusal: an expired
+session, a switched-off or deleted account, a session naming no number, a revoked token. Also run on SQLite
+(scripts/test.sh), where date-times reach the database as text."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.test import Client
+from django.utils import timezone
+
+from accounts.models import ApiToken, AuditEntry, User
+from accounts.prepared import Prepared
+from accounts.selectors import token_find, user_signed_in
+from accounts.services import token_issue
+from accounts.sessions import SessionStore
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+AT = AuditEntry._meta.get_field("at")
+ACTION = AuditEntry._meta.get_field("action")
+
+
+def fields_of(obj) -> dict:
+    return {f.attname: getattr(obj, f.attname) for f in type(obj)._meta.concrete_fields}
+
+
+def test_a_prepared_query_gives_the_orms_instances_with_each_calls_own_values():
+    moment = timezone.now().replace(microsecond=0)
+    for i, action in enumerate(["quota.change", "node.cordon", "quota.change"]):
+        AuditEntry.objects.create(
+            at=moment - dt.timedelta(minutes=i), action=action, target_type="user", before={"n": i}, after={"a": [i]}
+        )
+    since = Prepared(
+        lambda action, at: AuditEntry.objects.filter(action=action, at__gte=at), action=ACTION, at=AT
+    )  # fmt: skip
+    for action, start in [("quota.change", moment - dt.timedelta(hours=1)), ("quota.change", moment),
+                          ("node.cordon", moment - dt.timedelta(hours=1)), ("nothing", moment)]:  # fmt: skip
+        expected = list(AuditEntry.objects.filter(action=action, at__gte=start))
+        got = since.objects(action, start)
+        assert [fields_of(o) for o in got] == [fields_of(o) for o in expected]  # the model's order, JSON decoded
+        assert all(o._state.db == "default" and not o._state.adding for o in got)
+    assert since.objects("quota.change", moment)[0].before == {"n": 0}  # a JSON field comes back decoded
+
+
+def test_a_token_comes_with_its_account_in_one_query(django_assert_num_queries):
+    ada, bob = UserFactory(username="ada"), UserFactory(username="bob")
+    keys = {token_issue(user=ada): ada, token_issue(user=bob): bob}
+    for key, owner in keys.items():
+        with django_assert_num_queries(1):
+            token = token_find(key)
+            assert token.user == owner and token.user.username == owner.username
+        assert fields_of(token) == fields_of(ApiToken.objects.get(pk=token.pk))
+    assert token_find("glp_" + "x" * 43) is None and token_find("") is None
+
+
+def test_a_revoked_token_is_still_refused_with_its_sentence():
+    ada = UserFactory(username="ada")
+    key = token_issue(user=ada)
+    ApiToken.objects.filter(user=ada).update(revoked_at=timezone.now())
+    response = Client().get("/api/v1/me/", HTTP_AUTHORIZATION=f"Token {key}", HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 401 and "revoked" in response.json()["detail"]
+
+
+def test_the_account_a_session_names_must_exist_be_active_and_be_a_number():
+    ada = UserFactory(username="ada")
+    assert user_signed_in(ada.pk) == ada and user_signed_in(str(ada.pk)) == ada
+    assert user_signed_in("ada") is None and user_signed_in(ada.pk + 1000) is None
+    User.objects.filter(pk=ada.pk).update(is_active=False)
+    assert user_signed_in(ada.pk) is None
+
+
+@pytest.mark.parametrize("language,signin", [("en", "Sign in"), ("pt-br", "Entrar")])
+def test_a_page_knows_a_live_session_and_forgets_an_expired_one_or_a_switched_off_account(language, signin):
+    ada = UserFactory(username="ada", role="teacher")
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(ada)
+    key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert client.get("/lab/reservations/").status_code == 200
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - dt.timedelta(seconds=1))
+    response = client.get("/lab/reservations/", follow=True)
+    assert response.redirect_chain[0][0].startswith("/login/") and signin in response.content.decode()
+    # A live session whose account was switched off meanwhile signs nobody in.
+    client.force_login(ada)
+    User.objects.filter(pk=ada.pk).update(is_active=False)
+    assert client.get("/lab/reservations/").status_code == 302
+
+
+def test_the_session_store_loads_only_a_live_sessions_data():
+    store = SessionStore()
+    store["seen"] = 1
+    store.create()
+    assert SessionStore(store.session_key).load() == {"seen": 1}
+    Session.objects.filter(session_key=store.session_key).update(expire_date=timezone.now())
+    late = SessionStore(store.session_key)
+    assert late.load() == {} and late.session_key is None  # forgotten: the next save makes a new key
+
+
+def test_a_shape_it_cannot_run_safely_is_refused_before_it_runs():
+    with pytest.raises(TypeError, match="JSONField"):
+        Prepared(lambda v: AuditEntry.objects.filter(before=v), v=AuditEntry._meta.get_field("before"))
+    twice = Prepared(lambda a: AuditEntry.objects.filter(action=a) | AuditEntry.objects.filter(reason=a), a=ACTION)
+    with pytest.raises(ValueError, match="one parameter"):
+        twice.objects("quota.change")
+    values = Prepared(lambda a: AuditEntry.objects.filter(action=a).values("pk"), a=ACTION)
+    with pytest.raises(TypeError, match="model instances"):
+        values.objects("quota.change")
+    with pytest.raises(TypeError, match="1 values expected"):
+        Prepared(lambda a: AuditEntry.objects.filter(action=a), a=ACTION).objects("x", "y")
