@@ -42,17 +42,22 @@ class _Plan:
     start: int
     end: int
     populators: tuple
+    annotations: tuple[tuple[str, int], ...]  # (name, column) of each annotate()d value, set on the instance
 
 
 def _stand_in(field: models.Field) -> object:
     """A value of the field's type that no real query uses, unique to this compile."""
+    if isinstance(field, models.ForeignKey):  # compared by the key it points at: give the related row's pk
+        return _stand_in(field.target_field)
     if isinstance(field, models.DateTimeField):
         return dt.datetime(1901, 2, 3, 4, 5, 6, secrets.randbelow(10**6), tzinfo=dt.UTC)
     if isinstance(field, models.IntegerField):  # the auto fields too
         return -(10**12) - secrets.randbelow(10**9)
     if isinstance(field, (models.CharField, models.TextField)):
         return f"prepared-{secrets.token_hex(8)}"
-    raise TypeError(f"Prepared takes values of char, text, integer and date-time fields, not {type(field).__name__}")
+    raise TypeError(
+        f"Prepared takes values of char, text, integer, date-time and foreign key fields, not {type(field).__name__}"
+    )
 
 
 class Prepared:
@@ -83,6 +88,8 @@ class Prepared:
             obj = plan.model.from_db(using, plan.init_list, row[plan.start : plan.end])
             for populator in plan.populators:
                 populator.populate(row, obj)
+            for name, column in plan.annotations:
+                setattr(obj, name, row[column])
             found.append(obj)
         return found
 
@@ -95,6 +102,8 @@ class Prepared:
             queryset = self._build(**stand_ins)
             if queryset._fields is not None or queryset._iterable_class is not models.query.ModelIterable:
                 raise TypeError("Prepared runs queries of model instances (no values() or values_list())")
+            if queryset._prefetch_related_lookups or queryset._known_related_objects:
+                raise TypeError("Prepared runs one query: no prefetch_related(), no related manager's queryset")
             compiler = queryset.query.get_compiler(using=using)
             sql, params = compiler.as_sql()
             if compiler.has_extra_select:  # its rows would carry columns beyond the models' (ORM-side trimming)
@@ -118,6 +127,7 @@ class Prepared:
                 start=start,
                 end=end,
                 populators=tuple(get_related_populators(klass_info, select, using)),
+                annotations=tuple(compiler.annotation_col_map.items()),
             )
             self._plans[using] = plan
             return plan

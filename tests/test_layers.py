@@ -12,7 +12,8 @@ tests) are left out, and so are dotted strings (Celery task names, `settings.INS
 are not imports.
 
 a. Layers (floors), bottom to top, one top-level folder each: `accounts` (people, with the shared helpers `errors`,
-   `dates`, `env`, `addresses` — the client's address — and `csvsafe` — spreadsheet-safe CSV cells) <- `labs` <-
+   `dates`, `env`, `addresses` — the client's address —, `csvsafe` — spreadsheet-safe CSV cells — and `prepared` —
+   queries compiled once) <- `labs` <-
    `jobs` <- `portal`, the SHELL that composes them (settings, urls, asgi, routing, celery, wsgi, web, api, ops,
    oauth, ws_auth) <- `bench` (the benchmarks, which nothing imports). A module imports only modules of its own
    floor or below.
@@ -60,7 +61,14 @@ LONG_MODULE_EXCEPTIONS: dict[str, str] = {}
 BASE, LABS, JOBS, SHELL, BENCH = 0, 1, 2, 3, 4
 LAYER_NAMES = {BASE: "accounts", LABS: "labs", JOBS: "jobs", SHELL: "the shell", BENCH: "bench"}
 BASE_MODULES = ("accounts",)
-SHARED_HELPERS = ("accounts.errors", "accounts.dates", "accounts.env", "accounts.addresses", "accounts.csvsafe")
+SHARED_HELPERS = (
+    "accounts.errors",
+    "accounts.dates",
+    "accounts.env",
+    "accounts.addresses",
+    "accounts.csvsafe",
+    "accounts.prepared",
+)
 
 # b. Capabilities, most specific first, and the modules each lets other capabilities import. An entry names a module
 # and, when it is a package, the modules inside it (`labs.models` covers `labs.models.nodes`), except the capability's

@@ -21,6 +21,7 @@ from accounts.permissions import (
     require_owner_or_admin,
     require_staff,
 )
+from accounts.prepared import Prepared
 from accounts.selectors import courses_in_term
 from labs.models import HOLDING_STATUSES, Node, Reservation, ReservationNode, ReservationStatus
 
@@ -157,6 +158,31 @@ _WEEK_FIELDS = (
 )
 
 
+# The week page's queries, which every look at the reservations makes: compiled once (accounts.prepared).
+_WEEK_ROWS = Prepared(
+    lambda start, end: (
+        ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
+        .exclude(reservation__status=ReservationStatus.CANCELLED)
+        .select_related("reservation__owner", "reservation__course")
+        .only(*_WEEK_FIELDS)
+        .order_by("starts_at")
+    ),
+    start=ReservationNode._meta.get_field("ends_at"),
+    end=ReservationNode._meta.get_field("starts_at"),
+)
+_NODES_BY_NAME = Prepared(lambda: Node.objects.only("name", "status").order_by("name"))
+_MINE = Prepared(
+    lambda owner, now: (
+        Reservation.objects.filter(owner=owner, ends_at__gt=now, status__in=HOLDING_STATUSES)
+        .select_related("course")
+        .annotate(node_count=Count("nodes"))
+        .order_by("starts_at")
+    ),
+    owner=Reservation._meta.get_field("owner"),
+    now=Reservation._meta.get_field("ends_at"),
+)
+
+
 def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     """The week timeline: one row per node, each booking placed by its share of the week.
 
@@ -173,13 +199,7 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     def pct(moment: dt.datetime) -> float:
         return round(100 * (min(max(moment, start), end) - start).total_seconds() / total, 3)
 
-    rows = list(
-        ReservationNode.objects.filter(holds=True, starts_at__lt=end, ends_at__gt=start)
-        .exclude(reservation__status=ReservationStatus.CANCELLED)
-        .select_related("reservation__owner", "reservation__course")
-        .only(*_WEEK_FIELDS)
-        .order_by("starts_at")
-    )
+    rows = _WEEK_ROWS.objects(start, end)
     # Who may use a booking changes only what a student is shown of it (reservation_label): staff (is_staff, the
     # label's own test) see every one.
     reservations = {} if is_staff(viewer) else {row.reservation_id: row.reservation for row in rows}
@@ -202,7 +222,7 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
         )
     nodes = [
         {"name": node.name, "status": node.status, "blocks": blocks.get(node.pk, [])}
-        for node in Node.objects.only("name", "status").order_by("name")
+        for node in _NODES_BY_NAME.objects()
     ]
     # The same week as a table (the timeline's alternative, readable without colour or a wide screen): one row per
     # booked window, with its nodes.
@@ -222,15 +242,9 @@ def reservation_week(viewer: User, monday: dt.date) -> dict[str, object]:
     }
 
 
-def reservations_of(user: User, *, now: dt.datetime | None = None) -> QuerySet[Reservation]:
+def reservations_of(user: User, *, now: dt.datetime | None = None) -> list[Reservation]:
     """My reservations that have not ended yet, soonest first, each with `node_count` (the pages list how many)."""
-    now = now or timezone.now()
-    return (
-        Reservation.objects.filter(owner=user, ends_at__gt=now, status__in=HOLDING_STATUSES)
-        .select_related("course")
-        .annotate(node_count=Count("nodes"))
-        .order_by("starts_at")
-    )
+    return _MINE.objects(user.pk, now or timezone.now())
 
 
 def reservations_pending() -> QuerySet[Reservation]:

@@ -10,6 +10,7 @@ import datetime as dt
 import pytest
 from django.conf import settings
 from django.contrib.sessions.models import Session
+from django.db.models import Count
 from django.test import Client
 from django.utils import timezone
 
@@ -112,3 +113,53 @@ def test_a_shape_it_cannot_run_safely_is_refused_before_it_runs():
         values.objects("quota.change")
     with pytest.raises(TypeError, match="1 values expected"):
         Prepared(lambda a: AuditEntry.objects.filter(action=a), a=ACTION).objects("x", "y")
+
+
+def test_counts_deferred_columns_and_two_levels_of_related_rows_come_back_as_the_orms(django_assert_num_queries):
+    from labs.models import HOLDING_STATUSES, Reservation, ReservationNode
+    from labs.reservations.services import NodeRequest, reservation_create
+    from tests.factories import CourseFactory, NodeFactory
+
+    for n in range(1, 5):
+        NodeFactory(name=f"gpu{n:02d}")
+    ada, grace = UserFactory(username="ada", role="teacher"), UserFactory(username="grace", role="teacher")
+    course = CourseFactory(code="ML-101")
+    course.teachers.add(ada)
+    start = timezone.now().replace(microsecond=0) + dt.timedelta(hours=2)
+    for owner, names, hours, with_course in [(ada, ["gpu01"], 0, False), (ada, ["gpu02", "gpu03"], 3, True),
+                                            (grace, ["gpu04"], 1, False)]:  # fmt: skip
+        reservation_create(
+            by=owner, title=f"{owner.username} {hours}", starts_at=start + dt.timedelta(hours=hours),
+            ends_at=start + dt.timedelta(hours=hours + 1), nodes=NodeRequest(names=tuple(names)),
+            course=course if with_course else None,
+        )  # fmt: skip
+    mine = Prepared(
+        lambda owner, now: Reservation.objects.filter(owner=owner, ends_at__gt=now, status__in=HOLDING_STATUSES)
+        .select_related("course").annotate(node_count=Count("nodes")).order_by("starts_at"),
+        owner=Reservation._meta.get_field("owner"), now=Reservation._meta.get_field("ends_at"),
+    )  # fmt: skip
+    for user in (ada, grace):
+        expected = list(
+            Reservation.objects.filter(owner=user, ends_at__gt=timezone.now(), status__in=HOLDING_STATUSES)
+            .select_related("course").annotate(node_count=Count("nodes")).order_by("starts_at")
+        )  # fmt: skip
+        with django_assert_num_queries(1):
+            got = mine.objects(user.pk, timezone.now())
+            assert [(r.title, r.node_count, r.course and r.course.code) for r in got] == [
+                (r.title, r.node_count, r.course and r.course.code) for r in expected
+            ]
+    assert [r.node_count for r in mine.objects(ada.pk, timezone.now())] == [1, 2]
+    rows = Prepared(
+        lambda: (
+            ReservationNode.objects.select_related("reservation__owner", "reservation__course")
+            .only("starts_at", "reservation__title", "reservation__owner__username", "reservation__course__code")
+            .order_by("starts_at", "node__name")
+        )
+    ).objects()
+    with django_assert_num_queries(0):  # what only() and select_related() name is there, without a query
+        seen = [(r.reservation.title, r.reservation.owner.username, r.reservation.course and r.reservation.course.code)
+                for r in rows]  # fmt: skip
+    assert seen == [("ada 0", "ada", None), ("grace 1", "grace", None), ("ada 3", "ada", "ML-101"),
+                    ("ada 3", "ada", "ML-101")]  # fmt: skip
+    with django_assert_num_queries(1):  # a deferred column is loaded when read, as the ORM's would be
+        assert rows[0].reservation.ends_at == start + dt.timedelta(hours=1)
