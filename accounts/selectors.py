@@ -39,7 +39,8 @@ def work_visible_to(user: User | None, *, owner: str, course: str, at: str, assi
       only — not the other assistants' work, nor the teachers'.
 
     Never a person's work booked to no course or to another course: being enrolled in someone's course shows them
-    nothing of what you do outside it."""
+    nothing of what you do outside it. The first two clauses need no query: `accounts.permissions.is_owner_or_admin`
+    (a lookup of one row by id that already has its owner asks it first: `jobs.selectors.job_for`)."""
     if user is None or not user.is_authenticated:
         return Q(pk__in=[])
     if user.is_lab_admin:

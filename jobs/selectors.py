@@ -17,6 +17,7 @@ from django.utils.translation import gettext_noop
 from accounts.errors import NotFound, NotPermitted
 from accounts.models import Course, User
 from accounts.permissions import is_owner_or_admin
+from accounts.prepared import Prepared
 from accounts.quotas import effective_quota
 from accounts.selectors import course_ids_active_for, courses_active_for, work_visible_to
 from jobs.models import Job, JobState, JobTemplate
@@ -37,9 +38,21 @@ def jobs_visible_to(user: User) -> QuerySet[Job]:
     )
 
 
+# A job's page, its API detail and its logs, polled while it runs, read it by id: compiled once (accounts.prepared).
+_JOB_BY_ID = Prepared(
+    lambda pk: Job.objects.select_related("owner", "course", "reservation").filter(pk=pk), pk=Job._meta.pk
+)
+
+
 def job_for(user: User, job_id: int) -> Job:
-    """The job if `user` may see it; NotFound otherwise (whether or not it exists)."""
-    job = jobs_visible_to(user).filter(pk=job_id).first()
+    """The job if `user` may see it; NotFound otherwise (whether or not it exists).
+
+    Its owner and an admin see it by the rule's first clauses (`work_visible_to`), which need no query; anyone else
+    only through the whole rule (a course's teachers)."""
+    found = _JOB_BY_ID.objects(job_id)
+    if found and user.is_authenticated and is_owner_or_admin(user, found[0].owner_id):
+        return found[0]
+    job = jobs_visible_to(user).filter(pk=job_id).first() if found else None
     if job is None:
         raise NotFound("No such job.")
     return job

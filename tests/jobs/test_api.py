@@ -403,3 +403,22 @@ def test_a_followed_log_of_a_finished_job_is_all_of_it_from_since_in_one_stream(
     assert client.get(f"{URL}{job.pk}/logs/", {"follow": 1, "tail": 3}).status_code == 400
     assert client.get(f"{URL}{job.pk}/logs/", {"since": 3}).status_code == 400
     assert api_as("teacher").get(f"{URL}{job.pk}/logs/", {"follow": 1}).status_code == 404
+
+
+def test_polling_ones_own_job_and_its_log_reads_the_token_the_job_and_its_events_only(
+    api_as, jobs_of_everyone, django_assert_num_queries
+):
+    client = api_as("student")  # "student-x", who owns two of the jobs
+    client.get(f"{URL}{jobs_of_everyone['student'].pk}/")  # the token's last use is written once a minute: done here
+    for owner in ("student", "personal"):
+        job = jobs_of_everyone[owner]
+        with django_assert_num_queries(3):  # the token with its account, the job with its owner, course, booking
+            body = client.get(f"{URL}{job.pk}/").json()
+        assert body["name"] == f"{owner}'s" and body["events"] == []  # ... and its events
+        with django_assert_num_queries(2):
+            assert client.get(f"{URL}{job.pk}/logs/").status_code == 200
+    # Someone else's job, one that is not there, and an id no row can have: the same 404.
+    for job_id in (jobs_of_everyone["other"].pk, jobs_of_everyone["admin"].pk + 1000, 2**70):
+        for path in (f"{URL}{job_id}/", f"{URL}{job_id}/logs/"):
+            response = client.get(path)
+            assert response.status_code == 404 and response.json()["code"] == "not_found", path
