@@ -8,9 +8,10 @@ from collections import defaultdict
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
+from accounts.prepared import Prepared
 from labs.models import Announcement, Maintenance, Node
 
 
@@ -23,12 +24,19 @@ def _open_in(starts_at: dt.datetime, ends_at: dt.datetime) -> QuerySet[Maintenan
     return Maintenance.objects.filter(ended_at__isnull=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
 
 
+# Every look at what is free (the availability API, a booking's count of nodes) asks it: compiled once.
+_OPEN_IN = Prepared(
+    _open_in, starts_at=Maintenance._meta.get_field("ends_at"), ends_at=Maintenance._meta.get_field("starts_at")
+)
+
+
 def maintenance_windows(starts_at: dt.datetime, ends_at: dt.datetime) -> dict[int, list[Maintenance]]:
     """Per node id, the maintenance windows overlapping [starts_at, ends_at)."""
     windows: dict[int, list[Maintenance]] = defaultdict(list)
-    found = list(_open_in(starts_at, ends_at).prefetch_related("nodes"))
+    found = _OPEN_IN.objects(starts_at, ends_at)
     if not found:
         return windows
+    prefetch_related_objects(found, "nodes")
     every = list(Node.objects.values_list("id", flat=True)) if any(m.all_nodes for m in found) else []
     for maintenance in found:
         for node_id in every if maintenance.all_nodes else [node.pk for node in maintenance.nodes.all()]:

@@ -204,6 +204,31 @@ def test_availability_lists_free_nodes_and_refuses_bad_windows(lab, ada):
         assert response.status_code == 400 and response.json()["code"] == "invalid", params
 
 
+def test_availability_leaves_out_nodes_in_maintenance_and_bookings_each_for_its_own_window(lab, ada):
+    from labs.maintenance.services import maintenance_create
+
+    def at(day, hour):
+        return timezone.make_aware(dt.datetime.fromisoformat(local(day, hour)))
+
+    client_for(ada).post(URL, body(nodes=["gpu01"], node_count=None), format="json")  # tomorrow 14:00-16:00
+    admin = UserFactory(username="root", role="admin")
+    maintenance_create(by=admin, starts_at=at(1, 15), ends_at=at(1, 17), reason="Fans", nodes=["gpu02", "gpu03"])
+    maintenance_create(by=admin, starts_at=at(2, 8), ends_at=at(2, 12), reason="Power", all_nodes=True)
+    student = client_for(UserFactory(username="sam"))
+
+    def free(day, start, end):
+        got = student.get("/api/v1/availability/", {"starts_at": local(day, start), "ends_at": local(day, end)})
+        assert got.status_code == 200
+        return got.json()["free_nodes"]
+
+    everything = [f"gpu{n:02d}" for n in range(1, 9)]
+    assert free(1, 14, 15) == everything[1:]  # the booking only
+    assert free(1, 15, 16) == everything[3:]  # the booking and the two nodes' maintenance
+    assert free(1, 16, 18) == [everything[0], *everything[3:]]  # the maintenance only
+    assert free(1, 18, 20) == everything
+    assert free(2, 11, 13) == [] and free(2, 12, 13) == everything  # the whole lab's window, then none
+
+
 def test_nodes_show_the_current_and_next_reservation_as_far_as_the_caller_may_know(lab, ada):
     client_for(ada).post(URL, body(nodes=["gpu01"], node_count=None), format="json")
     student = client_for(UserFactory(username="sam")).get("/api/v1/nodes/").json()
