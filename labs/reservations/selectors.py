@@ -9,7 +9,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from accounts.errors import NotFound
@@ -96,11 +96,19 @@ _LISTED_FIELDS = (
 )
 
 
+def _as_staff_see_them() -> QuerySet[Reservation]:
+    return Reservation.objects.select_related("owner", "course", "created_by")
+
+
 def reservations_visible_to(user: User) -> QuerySet[Reservation]:
     """Reservations as the API shows them: teachers and admins see the lab's bookings; students none."""
     if not is_staff(user):
         return Reservation.objects.none()
-    return Reservation.objects.select_related("owner", "course", "created_by").prefetch_related("nodes")
+    return _as_staff_see_them().prefetch_related("nodes")
+
+
+# A booking's page (its owner's look at it, a cancel) reads it by id: compiled once (accounts.prepared).
+_STAFF_SEE_BY_ID = Prepared(lambda pk: _as_staff_see_them().filter(pk=pk), pk=Reservation._meta.pk)
 
 
 def reservations_listed(user: User, *, start: dt.datetime, end: dt.datetime) -> list[Reservation]:
@@ -129,10 +137,12 @@ def reservation_for(user: User, reservation_id: int) -> Reservation:
     Raises NotFound if there is no such reservation and NotPermitted if the caller may see it
     listed but not open it; students are refused before they learn whether it exists.
     """
-    require_staff(user, RESERVATIONS_STAFF_ONLY)
-    reservation = reservations_visible_to(user).filter(pk=reservation_id).first()
-    if reservation is None:
+    require_staff(user, RESERVATIONS_STAFF_ONLY)  # staff see them all (reservations_visible_to)
+    found = _STAFF_SEE_BY_ID.objects(reservation_id)
+    if not found:
         raise NotFound("No such reservation.")
+    reservation = found[0]
+    prefetch_related_objects(found, "nodes")
     require_owner_or_admin(user, reservation.owner_id, RESERVATION_OWNER_ACTION)
     return reservation
 

@@ -177,6 +177,25 @@ def test_another_teacher_may_not_open_or_cancel_mine(client, lab):
     assert Reservation.objects.get().status == "approved"
 
 
+@pytest.mark.parametrize("language,nodes_word", [("en", "Nodes"), ("pt-br", "Nós")])
+def test_a_booking_page_shows_its_owner_the_booking_and_others_a_refusal_or_a_404(client, lab, language, nodes_word):
+    ada = UserFactory(username="ada", role="teacher")
+    start = timezone.make_aware(dt.datetime.combine(tomorrow(), dt.time(14)))
+    [r] = reservation_create(
+        by=ada, title="Deep nets", starts_at=start, ends_at=start + dt.timedelta(hours=1),
+        nodes=NodeRequest(names=("gpu02", "gpu01")),
+    )  # fmt: skip
+    client.defaults["HTTP_ACCEPT_LANGUAGE"] = language
+    client.force_login(ada)
+    html = client.get(f"/lab/reservations/{r.pk}/").content.decode()
+    assert "Deep nets" in html and "gpu01" in html and "gpu02" in html and nodes_word in html
+    for missing in (r.pk + 1000, 2**70):  # none, and an id no row can have
+        assert client.get(f"/lab/reservations/{missing}/").status_code == 404
+    signed_in(client, "sam", "student")  # refused before learning whether it exists
+    assert client.get(f"/lab/reservations/{r.pk}/").status_code == 403
+    assert client.get(f"/lab/reservations/{r.pk + 1000}/").status_code == 403
+
+
 def test_the_timeline_tells_students_only_what_they_may_know(client, lab):
     ada = UserFactory(username="ada", role="teacher")
     course = CourseFactory(code="DL-101")
