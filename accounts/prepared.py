@@ -13,6 +13,8 @@ query counting, the debug log and the execute wrappers see it as any other.
     )
     TOKEN.objects(some_hash)  # [ApiToken] or []
 
+A `values_list()` query (plain fields, no annotations) gives its tuples through `rows()` instead.
+
 Each value is named by the model field it is compared with, and prepared for the database as the ORM would
 (`get_db_prep_value`). The query is built once with a stand-in for each value that must come back exactly once
 among the compiled parameters; a shape where one does not (a value used twice, folded into the SQL, or changed on
@@ -33,6 +35,7 @@ from django.db.models.query import QuerySet, get_related_populators
 
 @dataclasses.dataclass(frozen=True)
 class _Plan:
+    tuples: bool  # a values_list() query: rows() gives its tuples; otherwise objects() gives model instances
     sql: str
     params: tuple
     slots: tuple[int, ...]  # where each value goes among the parameters, in the order of `fields`
@@ -73,16 +76,7 @@ class Prepared:
 
     def objects(self, *values, using: str = "default") -> list[models.Model]:
         """The query's model instances for these values (in the order of the fields given), as the ORM gives them."""
-        if len(values) != len(self._fields):
-            raise TypeError(f"{len(self._fields)} values expected, {len(values)} given")
-        plan = self._plans.get(using) or self._compile(using)
-        connection = connections[using]
-        params = list(plan.params)
-        for slot, field, value in zip(plan.slots, self._fields.values(), values, strict=True):
-            params[slot] = field.get_db_prep_value(value, connection, prepared=False)
-        with connection.cursor() as cursor:
-            cursor.execute(plan.sql, params)
-            rows = cursor.fetchall()
+        plan, rows = self._run(values, using, tuples=False)
         found = []
         for row in plan.compiler.results_iter(results=[rows]):
             obj = plan.model.from_db(using, plan.init_list, row[plan.start : plan.end])
@@ -93,6 +87,25 @@ class Prepared:
             found.append(obj)
         return found
 
+    def rows(self, *values, using: str = "default") -> list[tuple]:
+        """The tuples of a values_list() query for these values, as the ORM gives them."""
+        plan, rows = self._run(values, using, tuples=True)
+        return list(plan.compiler.results_iter(results=[rows], tuple_expected=True))
+
+    def _run(self, values: tuple, using: str, *, tuples: bool) -> tuple[_Plan, list]:
+        if len(values) != len(self._fields):
+            raise TypeError(f"{len(self._fields)} values expected, {len(values)} given")
+        plan = self._plans.get(using) or self._compile(using)
+        if plan.tuples != tuples:
+            raise TypeError("rows() is for values_list() queries, objects() for model instances")
+        connection = connections[using]
+        params = list(plan.params)
+        for slot, field, value in zip(plan.slots, self._fields.values(), values, strict=True):
+            params[slot] = field.get_db_prep_value(value, connection, prepared=False)
+        with connection.cursor() as cursor:
+            cursor.execute(plan.sql, params)
+            return plan, cursor.fetchall()
+
     def _compile(self, using: str) -> _Plan:
         with self._lock:
             if using in self._plans:
@@ -100,8 +113,13 @@ class Prepared:
             connection = connections[using]
             stand_ins = {name: _stand_in(field) for name, field in self._fields.items()}
             queryset = self._build(**stand_ins)
-            if queryset._fields is not None or queryset._iterable_class is not models.query.ModelIterable:
-                raise TypeError("Prepared runs queries of model instances (no values() or values_list())")
+            tuples = queryset._iterable_class is models.query.ValuesListIterable
+            if tuples and (queryset.query.annotation_select or queryset.query.extra_select):
+                raise TypeError("Prepared runs values_list() queries of plain fields only (no annotations)")
+            if not tuples and (
+                queryset._fields is not None or queryset._iterable_class is not models.query.ModelIterable
+            ):
+                raise TypeError("Prepared runs queries of model instances or values_list() tuples (no values())")
             if queryset._prefetch_related_lookups or queryset._known_related_objects:
                 raise TypeError("Prepared runs one query: no prefetch_related(), no related manager's queryset")
             compiler = queryset.query.get_compiler(using=using)
@@ -115,9 +133,14 @@ class Prepared:
                 if len(where) != 1:
                     raise ValueError(f"{name} must be one parameter of the compiled query; it is {len(where)}")
                 slots.append(where[0])
+            if tuples:
+                plan = _Plan(tuples, sql, tuple(params), tuple(slots), compiler, None, (), 0, 0, (), ())
+                self._plans[using] = plan
+                return plan
             klass_info, select = compiler.klass_info, compiler.select
             start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
             plan = _Plan(
+                tuples=False,
                 sql=sql,
                 params=tuple(params),
                 slots=tuple(slots),

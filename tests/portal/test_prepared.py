@@ -163,3 +163,17 @@ def test_counts_deferred_columns_and_two_levels_of_related_rows_come_back_as_the
                     ("ada 3", "ada", "ML-101")]  # fmt: skip
     with django_assert_num_queries(1):  # a deferred column is loaded when read, as the ORM's would be
         assert rows[0].reservation.ends_at == start + dt.timedelta(hours=1)
+
+
+def test_a_values_list_gives_the_orms_tuples_through_rows_and_nothing_else():
+    moment = timezone.now().replace(microsecond=0)
+    for i, action in enumerate(["quota.change", "node.cordon", "quota.change"]):
+        AuditEntry.objects.create(at=moment - dt.timedelta(minutes=i), action=action, target_type="user")
+    pairs = Prepared(lambda at: AuditEntry.objects.filter(at__gte=at).values_list("action", "at"), at=AT)
+    for start in (moment - dt.timedelta(hours=1), moment - dt.timedelta(minutes=1), moment + dt.timedelta(hours=1)):
+        assert pairs.rows(start) == list(AuditEntry.objects.filter(at__gte=start).values_list("action", "at"))
+    with pytest.raises(TypeError, match="rows\\(\\) is for values_list"):
+        pairs.objects(moment)
+    flat = Prepared(lambda at: AuditEntry.objects.filter(at__gte=at).values_list("action", flat=True), at=AT)
+    with pytest.raises(TypeError, match="model instances or values_list"):
+        flat.rows(moment)
