@@ -143,7 +143,8 @@ def reservations_listed(user: User, *, start: dt.datetime, end: dt.datetime) -> 
     names: dict[int, list[str]] = {reservation.pk: [] for reservation in reservations}
     if names:
         for reservation_id, name in _LISTED_NODE_NAMES.rows(start, end):
-            names[reservation_id].append(name)
+            if reservation_id in names:  # one booked after the first read (its own snapshot) waits for the next list
+                names[reservation_id].append(name)
     for reservation in reservations:
         reservation.node_names = sorted(names[reservation.pk])
     return reservations
