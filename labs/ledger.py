@@ -29,12 +29,18 @@ from labs.signals import holders_closed
 from labs.usage import daysums
 
 
+def _jit_off_for_the_session() -> bool:
+    options = connection.settings_dict.get("OPTIONS", {}).get("options", "")
+    return "jit=off" in options.replace(" ", "")
+
+
 @contextlib.contextmanager
 def without_jit() -> Iterator[None]:
     """PostgreSQL compiles a big aggregate over the ledger with JIT, which cost more than the query itself (1.7 s of
     JIT for 0.15 s of work on 250,000 entries, bench/USAGE_PLANS.md): the reports and the fair-share read run without
-    it, in a transaction of their own (or the caller's)."""
-    if connection.vendor != "postgresql":
+    it. Every connection the portal opens has it off (portal/settings/data.py); one opened with other options gets
+    `SET LOCAL jit = off`, in a transaction of its own (or the caller's)."""
+    if connection.vendor != "postgresql" or _jit_off_for_the_session():
         yield
         return
     with transaction.atomic():

@@ -34,6 +34,12 @@ if DATABASE_POOL:
         "max_size": envint("DATABASE_POOL_MAX_SIZE", 10, minimum=1, maximum=500),
         "timeout": envint("DATABASE_POOL_TIMEOUT_S", 10, minimum=1, maximum=300),
     }
+if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    # PostgreSQL's JIT compiles any query its planner costs high, and for this portal that only ever cost time (1.7 s
+    # of JIT for 0.15 s of work on a report, bench/USAGE_PLANS.md): off for every connection, so the reports and the
+    # fair-share read no longer set it per transaction (labs.ledger.without_jit still does where a DATABASES
+    # override leaves it on).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded setup has two writers (the web server and the periodic tasks): wait for the
     # write lock instead of failing, and take it at BEGIN so a transaction never has to upgrade.

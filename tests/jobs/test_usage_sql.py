@@ -9,9 +9,11 @@ import math
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 
 from jobs.policy.priority import decayed_usage
 from jobs.selectors import decayed_usage_by_person
+from labs.ledger import without_jit
 from tests.factories import AllocationFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +35,7 @@ def test_one_gpu_for_a_half_life_ending_a_half_life_ago_counts_a_quarter_of_its_
     assert usage == {ada.pk: pytest.approx(WEEK / math.log(2) * 0.25, rel=1e-12)}
 
 
-def test_the_sum_per_person_is_the_policys_rule_over_every_entry(django_assert_max_num_queries):
+def test_the_sum_per_person_is_the_policys_rule_over_every_entry(django_assert_num_queries):
     gpus = [node.gpus.first() for node in NodeFactory.create_batch(3)]
     ada, bob, cy, dee = (UserFactory(username=name) for name in ("ada", "bob", "cy", "dee"))
     entries = [
@@ -56,9 +58,10 @@ def test_the_sum_per_person_is_the_policys_rule_over_every_entry(django_assert_m
             starts_at=ago(started),
             ends_at=None if ended is None else ago(ended),
         )
-    with django_assert_max_num_queries(4) as queries:  # on PostgreSQL with JIT off: a savepoint, SET, the sum, release
+    # One query: the connection was opened with JIT off, so nothing sets it per transaction (no savepoint, no SET).
+    with django_assert_num_queries(1) as queries:
         usage = decayed_usage_by_person(NOW, WEEK)
-    assert len([q for q in queries.captured_queries if "labs_allocation" in q["sql"]]) == 1
+    assert "labs_allocation" in queries.captured_queries[0]["sql"]
     since = NOW.timestamp() - 8 * WEEK
     rule = decayed_usage(
         (
@@ -74,3 +77,23 @@ def test_the_sum_per_person_is_the_policys_rule_over_every_entry(django_assert_m
         assert usage[person] == pytest.approx(value, rel=1e-9)
     # The open notebook: a quarter of a GPU for 40 minutes, barely decayed.
     assert usage[ada.pk] > 0.25 * 40 * 60 * 0.999
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="JIT is PostgreSQL's")
+def test_the_portals_connections_run_without_jit_and_a_connection_opened_with_it_gets_it_off_per_transaction(
+    monkeypatch, django_assert_num_queries
+):
+    def jit() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW jit")
+            return cursor.fetchone()[0]
+
+    assert jit() == "off"
+    # A deployment whose DATABASES options leave JIT on: the reports and the fair-share read turn it off themselves.
+    monkeypatch.setitem(connection.settings_dict["OPTIONS"], "options", "")
+    with connection.cursor() as cursor:
+        cursor.execute("SET jit = on")
+    with django_assert_num_queries(4) as queries:  # a savepoint, SET LOCAL, SHOW, its release
+        with without_jit():
+            inside = jit()
+    assert inside == "off" and any("SET LOCAL jit = off" in q["sql"] for q in queries.captured_queries)
