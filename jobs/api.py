@@ -186,8 +186,12 @@ class JobListQuery(serializers.Serializer):
     )
 
 
+# The names only: JobIn().fields would deep-copy every field of the serializer on each submission.
+_SUBMIT_FIELDS = tuple(JobIn._declared_fields)
+
+
 def _submit_fields(data: dict) -> dict:
-    return {name: data.get(name) for name in JobIn().fields}
+    return {name: data.get(name) for name in _SUBMIT_FIELDS}
 
 
 class JobListApi(APIView):
