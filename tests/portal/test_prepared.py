@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 from django.conf import settings
 from django.contrib.sessions.models import Session
-from django.db.models import Count
+from django.db.models import Count, Max, Q
 from django.test import Client
 from django.utils import timezone
 
@@ -105,12 +105,24 @@ def test_the_session_store_loads_only_a_live_sessions_data():
 def test_a_shape_it_cannot_run_safely_is_refused_before_it_runs():
     with pytest.raises(TypeError, match="JSONField"):
         Prepared(lambda v: AuditEntry.objects.filter(before=v), v=AuditEntry._meta.get_field("before"))
-    twice = Prepared(lambda a: AuditEntry.objects.filter(action=a) | AuditEntry.objects.filter(reason=a), a=ACTION)
-    with pytest.raises(ValueError, match="one parameter"):
-        twice.objects("quota.change")
+    moment = timezone.now()
+    # A value the build changes on its way into the query would run stale with the next call's values.
+    day_before = Prepared(lambda at: AuditEntry.objects.filter(at__gte=at - dt.timedelta(days=1)), at=AT)
+    with pytest.raises(ValueError, match="changes with its values but is none of them"):
+        day_before.objects(moment)
+    # One written into the SQL's text, or not used at all, cannot be given as a parameter.
+    folded = Prepared(lambda a: AuditEntry.objects.extra(where=[f"action = '{a}'"]), a=ACTION)
+    with pytest.raises(ValueError, match="folded into its SQL"):
+        folded.objects("quota.change")
+    unused = Prepared(lambda a: AuditEntry.objects.filter(action="quota.change"), a=ACTION)
+    with pytest.raises(ValueError, match="a must be a parameter"):
+        unused.objects("node.cordon")
     values = Prepared(lambda a: AuditEntry.objects.filter(action=a).values("pk"), a=ACTION)
     with pytest.raises(TypeError, match="model instances"):
         values.objects("quota.change")
+    named = Prepared(lambda a: AuditEntry.objects.filter(action=a).values_list("pk", named=True), a=ACTION)
+    with pytest.raises(TypeError, match="not named"):
+        named.rows("quota.change")
     with pytest.raises(TypeError, match="1 values expected"):
         Prepared(lambda a: AuditEntry.objects.filter(action=a), a=ACTION).objects("x", "y")
 
@@ -172,8 +184,49 @@ def test_a_values_list_gives_the_orms_tuples_through_rows_and_nothing_else():
     pairs = Prepared(lambda at: AuditEntry.objects.filter(at__gte=at).values_list("action", "at"), at=AT)
     for start in (moment - dt.timedelta(hours=1), moment - dt.timedelta(minutes=1), moment + dt.timedelta(hours=1)):
         assert pairs.rows(start) == list(AuditEntry.objects.filter(at__gte=start).values_list("action", "at"))
-    with pytest.raises(TypeError, match="rows\\(\\) is for values_list"):
+    with pytest.raises(TypeError, match="objects\\(\\) is for queries of model instances"):
         pairs.objects(moment)
-    flat = Prepared(lambda at: AuditEntry.objects.filter(at__gte=at).values_list("action", flat=True), at=AT)
-    with pytest.raises(TypeError, match="model instances or values_list"):
-        flat.rows(moment)
+    with pytest.raises(TypeError, match="rows\\(\\) is for values"):
+        Prepared(lambda at: AuditEntry.objects.filter(at__gte=at), at=AT).rows(moment)
+
+
+def test_a_value_used_twice_dicts_single_values_and_sums_come_back_as_the_orms():
+    moment = timezone.now().replace(microsecond=0)
+    for i, (action, reason) in enumerate([("quota.change", ""), ("node.cordon", "quota.change"), ("quota.change", "x"),
+                                          ("node.cordon", "")]):  # fmt: skip
+        AuditEntry.objects.create(at=moment - dt.timedelta(minutes=i), action=action, reason=reason, target_type="u")
+    REASON = AuditEntry._meta.get_field("reason")  # noqa: N806
+
+    def either(a):
+        return AuditEntry.objects.filter(Q(action=a) | Q(reason=a)).order_by("pk")
+
+    twice = Prepared(either, a=ACTION)
+    for action in ("quota.change", "node.cordon", "nothing"):
+        assert [fields_of(o) for o in twice.objects(action)] == [fields_of(o) for o in either(action)]
+
+    def per_action(since, reason):
+        return (
+            AuditEntry.objects.filter(at__gte=since)
+            .exclude(reason=reason)
+            .values("action")
+            .annotate(n=Count("pk"), last=Max("at"))
+            .order_by("action")
+        )
+
+    counted = Prepared(per_action, since=AT, reason=REASON)
+    flat = Prepared(lambda since: AuditEntry.objects.filter(at__gte=since).values_list("pk", flat=True), since=AT)
+    summed = Prepared(
+        lambda since: AuditEntry.objects.filter(at__gte=since).values_list("action").annotate(n=Count("pk")),
+        since=AT,
+    )
+    for since, reason in [(moment - dt.timedelta(hours=1), ""), (moment - dt.timedelta(minutes=2), "x"),
+                          (moment + dt.timedelta(hours=1), "")]:  # fmt: skip
+        assert counted.rows(since, reason) == list(per_action(since, reason))
+        assert sorted(flat.rows(since)) == sorted(AuditEntry.objects.filter(at__gte=since).values_list("pk", flat=True))
+        assert sorted(summed.rows(since)) == sorted(
+            AuditEntry.objects.filter(at__gte=since).values_list("action").annotate(n=Count("pk"))
+        )
+    assert counted.rows(moment - dt.timedelta(hours=1), "") == [
+        {"action": "node.cordon", "n": 1, "last": moment - dt.timedelta(minutes=1)},
+        {"action": "quota.change", "n": 1, "last": moment - dt.timedelta(minutes=2)},
+    ]  # the entries with a reason: "quota.change" one minute ago, "x" two
