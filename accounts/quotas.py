@@ -17,6 +17,7 @@ from django.db.models import Q
 
 from accounts.models import Quota, Role, User
 from accounts.more_requests_selectors import overrides_in_force_by_user, weekly_gpu_hours_with_overrides
+from accounts.prepared import Prepared
 from accounts.selectors import course_ids_active_for_many, role_of
 
 # The policy a role gets when an admin has not written one (or left a limit blank).
@@ -113,6 +114,19 @@ def _most_generous(course_quotas: list[Quota], values: dict, sources: dict) -> N
             sources[name] = f"course {best[1]}"
 
 
+# One person's (every job submission and dry run, every page's meter): compiled once. It reads every course's quota
+# (a lab has a few dozen) and keeps those of the person's courses, as the query for many people does.
+_QUOTAS_OF_ONE = Prepared(
+    lambda role, user: (
+        Quota.objects.filter(Q(role=role) | Q(user_id=user) | Q(course__isnull=False))
+        .select_related("course")
+        .order_by("pk")
+    ),
+    role=Quota._meta.get_field("role"),
+    user=Quota._meta.get_field("user"),
+)
+
+
 def effective_quotas(
     users: Iterable[User], *, today: dt.date | None = None, now: dt.datetime | None = None
 ) -> dict[int, QuotaLimits]:
@@ -125,9 +139,13 @@ def effective_quotas(
     courses = course_ids_active_for_many(ids, today=today)
     course_ids = set().union(*courses.values())
     roles = {role_of(user) for user in users}
-    quotas = Quota.objects.filter(Q(role__in=roles) | Q(user_id__in=ids) | Q(course_id__in=course_ids))
+    if len(users) == 1:
+        quotas = _QUOTAS_OF_ONE.objects(role_of(users[0]), ids[0])
+    else:
+        quotas = Quota.objects.filter(Q(role__in=roles) | Q(user_id__in=ids) | Q(course_id__in=course_ids))
+        quotas = quotas.select_related("course").order_by("pk")
     by_role, by_user, by_course = {}, {}, {}
-    for quota in quotas.select_related("course").order_by("pk"):
+    for quota in quotas:
         if quota.role:
             by_role[quota.role] = quota
         elif quota.user_id:

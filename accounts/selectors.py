@@ -213,13 +213,28 @@ def course_ids_active_for(user: User, *, today: dt.date | None = None) -> frozen
     return frozenset(course_ids_active_for_many([user.pk], today=today).get(user.pk, ()))
 
 
-def course_ids_active_for_many(user_ids: list[int], *, today: dt.date | None = None) -> dict[int, set[int]]:
-    """`course_ids_active_for` for many people in one query, by user id (nobody without a course is in it)."""
+def _memberships_in_term(user_ids: list[int], today: dt.date) -> QuerySet:
     in_term = courses_in_term(today=today).values("pk")
     enrolled = Enrollment.objects.filter(user_id__in=user_ids, course__in=in_term).values_list("user_id", "course_id")
     taught = Course.teachers.through.objects.filter(user_id__in=user_ids, course__in=in_term)
+    return enrolled.order_by().union(taught.values_list("user_id", "course_id").order_by())
+
+
+# One person's: every job submission and dry run reads it (for the quotas). Compiled once.
+_MEMBERSHIPS_OF_ONE = Prepared(
+    lambda user, today: _memberships_in_term([user], today),
+    user=Enrollment._meta.get_field("user"),
+    today=Course._meta.get_field("term_start"),
+)
+
+
+def course_ids_active_for_many(user_ids: list[int], *, today: dt.date | None = None) -> dict[int, set[int]]:
+    """`course_ids_active_for` for many people in one query, by user id (nobody without a course is in it)."""
+    today = today or timezone.localdate()
+    one = len(user_ids) == 1
+    rows = _MEMBERSHIPS_OF_ONE.rows(user_ids[0], today) if one else _memberships_in_term(user_ids, today)
     courses: dict[int, set[int]] = {}
-    for user_id, course_id in enrolled.order_by().union(taught.values_list("user_id", "course_id").order_by()):
+    for user_id, course_id in rows:
         courses.setdefault(user_id, set()).add(course_id)
     return courses
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, models
 from django.db.models import Count, FloatField, Max, Min, Q, QuerySet, Sum
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -262,25 +262,42 @@ _DECAYED_ENTRY_SQL = """share::float8 * GREATEST(
 def fair_share_entries(now: dt.datetime, half_life_s: float) -> QuerySet[Allocation]:
     """The ledger entries fair share counts: notebooks and jobs (reservations are not use) that ended within eight
     half-lives of `now` or are open."""
-    since = now - dt.timedelta(seconds=8 * half_life_s)
+    return _entries_since(now - dt.timedelta(seconds=8 * half_life_s))
+
+
+def _entries_since(since: dt.datetime) -> QuerySet[Allocation]:
     return Allocation.objects.exclude(kind=AllocationKind.RESERVATION).filter(
         Q(ends_at__isnull=True) | Q(ends_at__gt=since)
     )
 
 
+def _decayed_totals(since: dt.datetime, now: dt.datetime, at: float, half_life: float) -> QuerySet:
+    params = (at, now, now, half_life, at, half_life)  # fixed SQL; the values go as parameters
+    decayed = RawSQL(_DECAYED_ENTRY_SQL, params, output_field=FloatField())  # noqa: S611
+    totals = _entries_since(since).order_by().values("user_id").annotate(total=Sum(decayed))
+    return totals.values_list("user_id", "total")
+
+
+# Every scheduling pass and every job submission's dry run read it: compiled once (accounts.prepared).
+_DECAYED_TOTALS = Prepared(
+    _decayed_totals,
+    since=Allocation._meta.get_field("ends_at"),
+    now=models.DateTimeField(),
+    at=models.FloatField(),
+    half_life=models.FloatField(),
+)
+
+
 def decayed_usage_by_person(now: dt.datetime, half_life_s: float) -> dict[int, float]:
     """Decayed GPU-seconds per person (by user id) from the ledger (notebooks and jobs; reservations are not use), over
     the entries that ended within eight half-lives or are open; nobody who used nothing."""
-    entries = fair_share_entries(now, half_life_s)
     if connection.vendor == "postgresql":
-        at, half_life = now.timestamp(), float(half_life_s)
-        params = (at, now, now, half_life, at, half_life)  # fixed SQL; the values go as parameters
-        decayed = RawSQL(_DECAYED_ENTRY_SQL, params, output_field=FloatField())  # noqa: S611
+        since = now - dt.timedelta(seconds=8 * half_life_s)
         with without_jit():
-            totals = entries.order_by().values("user_id").annotate(total=Sum(decayed)).values_list("user_id", "total")
+            totals = _DECAYED_TOTALS.rows(since, now, now.timestamp(), float(half_life_s))
             return {user_id: total * half_life_s / LN2 for user_id, total in totals if total}
     # The embedded SQLite file: a small lab.
-    rows = entries.values_list("user_id", "starts_at", "ends_at", "share")
+    rows = fair_share_entries(now, half_life_s).values_list("user_id", "starts_at", "ends_at", "share")
     return decayed_usage(
         ((u, s.timestamp(), e.timestamp() if e else None, float(share)) for u, s, e, share in rows),
         now=now.timestamp(),

@@ -16,6 +16,8 @@ from django.db import models
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts.prepared import Prepared
+
 # An image reference: [registry[:port]/]path[:tag][@digest], no spaces or shell characters.
 IMAGE_REFERENCE = re.compile(
     r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
@@ -102,10 +104,14 @@ def images_offered() -> list[OfferedImage]:
     return sorted(offered.values(), key=lambda image: (image.pattern, image.name))
 
 
+# Every job submission and dry run asks: compiled once (accounts.prepared).
+_ENABLED_RULES = Prepared(lambda: ImageRule.objects.filter(enabled=True))
+
+
 def image_allowed(image: str) -> bool:
     if any(image_allowed_by(pattern, image) for pattern in settings.JOBS_IMAGE_ALLOW):
         return True
-    return any(rule.matches(image) for rule in ImageRule.objects.filter(enabled=True))
+    return any(rule.matches(image) for rule in _ENABLED_RULES.objects())
 
 
 def image_problem(image: str) -> str | None:

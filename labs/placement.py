@@ -25,6 +25,7 @@ from django.utils.translation import ngettext
 
 from accounts.errors import PortalError
 from accounts.models import Course, User
+from accounts.prepared import Prepared
 from labs.ledger import GpuShare, Ref, allocation_open
 from labs.maintenance.selectors import maintenance_windows
 from labs.models import (
@@ -92,15 +93,23 @@ class ReservationWindow:
     reservation_id: int
 
 
+# Every placement, every scheduling pass and every job submission's dry run ask it: compiled once.
+_HOLDING_IN = Prepared(
+    lambda starts_at, ends_at: (
+        ReservationNode.objects.filter(holds=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
+        .select_related("reservation")
+        .order_by("starts_at")
+    ),
+    starts_at=ReservationNode._meta.get_field("ends_at"),
+    ends_at=ReservationNode._meta.get_field("starts_at"),
+)
+
+
 def reserved_windows(
     starts_at: dt.datetime, ends_at: dt.datetime
 ) -> dict[int, list[tuple[ReservationWindow, Reservation]]]:
     """Per node id, the holding reservation windows that overlap [starts_at, ends_at)."""
-    rows = (
-        ReservationNode.objects.filter(holds=True, starts_at__lt=ends_at, ends_at__gt=starts_at)
-        .select_related("reservation")
-        .order_by("starts_at")
-    )
+    rows = _HOLDING_IN.objects(starts_at, ends_at)
     windows: dict[int, list[tuple[ReservationWindow, Reservation]]] = defaultdict(list)
     for row in rows:
         windows[row.node_id].append(

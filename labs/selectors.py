@@ -6,10 +6,11 @@ import datetime as dt
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Max, QuerySet
 from django.utils import timezone
 
 from accounts.models import User
+from accounts.prepared import Prepared
 from labs.ledger import Ref, week_gpu_hours, week_start
 from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus
 
@@ -17,6 +18,51 @@ from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus
 def nodes_visible_to(user: User) -> QuerySet[Node]:
     """Every signed-in person may see the lab's nodes; who holds what is filtered elsewhere."""
     return Node.objects.prefetch_related("gpus").order_by("name")
+
+
+# Every scheduling pass and every job submission's check and dry run read these: compiled once (accounts.prepared).
+_GPUS_HELD = Prepared(
+    lambda: (
+        Allocation.objects.filter(ends_at__isnull=True)
+        .exclude(kind=AllocationKind.RESERVATION)
+        .values_list("gpu_id", flat=True)
+    )
+)
+_NODES_UP = Prepared(
+    lambda: Node.objects.exclude(status=NodeStatus.DOWN).order_by("name").values_list("pk", "name", "status")
+)
+_GPUS_UP = Prepared(
+    lambda: Gpu.objects.exclude(node__status=NodeStatus.DOWN).order_by("index").values_list("pk", "node_id", "index")
+)
+_READY_TOPS = Prepared(
+    lambda: (
+        Gpu.objects.filter(node__status=NodeStatus.READY)
+        .values("node")
+        .annotate(top=Max("index"))
+        .order_by()
+        .values_list("top", flat=True)
+    )
+)
+
+
+def gpus_held_now() -> set[int]:
+    """The ids of the GPUs that notebooks, jobs or other work hold now (a reservation holds none itself)."""
+    return set(_GPUS_HELD.rows())
+
+
+def nodes_up() -> list[tuple[int, str, str]]:
+    """(id, name, status) of every node that is not down, by name."""
+    return _NODES_UP.rows()
+
+
+def gpus_up() -> list[tuple[int, int, int]]:
+    """(id, node id, index) of the GPUs of every node that is not down, by index."""
+    return _GPUS_UP.rows()
+
+
+def ready_gpu_tops() -> list[int]:
+    """The highest GPU index of each ready node, in one query."""
+    return _READY_TOPS.rows()
 
 
 def lab_summary() -> dict[str, int]:

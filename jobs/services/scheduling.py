@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
+from accounts.prepared import Prepared
 from accounts.quotas import QuotaLimits, effective_quotas
 from jobs import enqueue
 from jobs.conf import policy_config
@@ -43,12 +44,17 @@ from jobs.selectors import decayed_usage_by_person, runtime_predictions
 from jobs.services.transitions import job_request_stop, transition
 from jobs.services.waiting_words import waiting_said
 from labs.ledger import GpuShare, Ref, allocation_open, week_gpu_hours_by_user
-from labs.models import Allocation, AllocationKind, Gpu, Node, NodeStatus, Reservation
+from labs.models import Allocation, AllocationKind, Gpu, NodeStatus, Reservation
 from labs.placement import reserved_windows
 from labs.reservations.selectors import reservation_people
+from labs.selectors import gpus_held_now, gpus_up, nodes_up
 
 # Any constant that no other part of the portal uses for an advisory lock.
 PASS_LOCK_KEY = 0x6A6F6273  # "jobs"
+
+
+# Every pass and every job submission's dry run read it, whatever the lab's state: compiled once (accounts.prepared).
+_IN_QUEUE_OR_PLACED = Prepared(lambda: Job.objects.filter(state__in=[JobState.QUEUED, *PLACED_STATES]).order_by("pk"))
 
 
 def user_key(user_id: int) -> str:
@@ -165,18 +171,13 @@ def _policy_nodes(
 ) -> tuple[list[PolicyNode], dict[tuple[str, int], int]]:
     """The nodes that are not down, with the GPUs free now (held by no job, notebook or other work) and their
     reservation windows; and each (node name, GPU index)'s Gpu id, to write the ledger."""
-    held_gpus = set(
-        Allocation.objects.filter(ends_at__isnull=True)
-        .exclude(kind=AllocationKind.RESERVATION)
-        .values_list("gpu_id", flat=True)
-    )
+    held_gpus = gpus_held_now()
     windows = _reservation_windows(now)
     # (id, index) of each node's GPUs; plain rows, as a pass and every job submission's dry run read them all.
     gpus_by_node: dict[int, list[tuple[int, int]]] = defaultdict(list)
     gpu_ids: dict[tuple[str, int], int] = {}
-    nodes = list(Node.objects.exclude(status=NodeStatus.DOWN).order_by("name").values_list("pk", "name", "status"))
-    in_use = Gpu.objects.exclude(node__status=NodeStatus.DOWN).order_by("index")
-    for gpu_id, node_id, index in in_use.values_list("pk", "node_id", "index"):
+    nodes = nodes_up()
+    for gpu_id, node_id, index in gpus_up():
         gpus_by_node[node_id].append((gpu_id, index))
     policy_nodes = []
     for node_id, name, status in nodes:
@@ -208,7 +209,7 @@ def snapshot(
     GPU-hours just read, by user id)."""
     queued: dict[int, Job] = {}
     placed: dict[int, Job] = {}
-    for job in Job.objects.filter(state__in=[JobState.QUEUED, *PLACED_STATES]).order_by("pk"):
+    for job in _IN_QUEUE_OR_PLACED.objects():
         (queued if job.state == JobState.QUEUED else placed)[job.pk] = job
     expected = _expected_runtimes([*queued.values(), *placed.values()], now)
     running = [running_from(job, now, expected.get(job.pk)) for job in placed.values()]

@@ -20,6 +20,7 @@ from django.utils.translation import ngettext
 from accounts.errors import Conflict, InvalidInput, QuotaExceeded
 from accounts.models import User
 from accounts.permissions import JOB_OWNER_ACTION, require_owner_or_admin
+from accounts.prepared import Prepared
 from accounts.quotas import QuotaLimits, effective_quota
 from accounts.ratelimit import rate_limit_hit
 from jobs import enqueue
@@ -87,6 +88,12 @@ def _check_quota(
     return limits, used
 
 
+# Locks the person's row: one submission at a time per person, so max_jobs is counted right. Compiled once.
+_LOCK_PERSON = Prepared(
+    lambda pk: User.objects.select_for_update().filter(pk=pk).order_by().values_list("pk"), pk=User._meta.pk
+)
+
+
 def _with_template(user: User, fields: dict[str, Any]) -> dict[str, Any]:
     """The fields of a submission from a course template (`template`: its id, `parameters`: NAME: value), filled in
     from it; the fields as they are otherwise. A template the person may not use is "no such template" (400)."""
@@ -115,8 +122,7 @@ def job_submit(*, user: User, now: dt.datetime | None = None, resumed_from: Job 
     rate_limit_hit(user=user, action="job_submit", now=now)
     request = validate_request(user=user, now=now, **_with_template(user, fields))
     with transaction.atomic():
-        # One submission at a time per person, so max_jobs is counted right.
-        User.objects.select_for_update().filter(pk=user.pk).first()
+        _LOCK_PERSON.rows(user.pk)
         limits, used = _check_quota(user, request, now)
         job = Job.objects.create(
             owner=user,

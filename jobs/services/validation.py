@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -27,8 +26,9 @@ from jobs.backends.rules import env_reader, is_quantity, parse_quantity
 from jobs.datasets import datasets_usable_by
 from jobs.models import PriorityClass
 from labs.images import image_problem
-from labs.models import Gpu, NodeStatus, Reservation
+from labs.models import Reservation
 from labs.reservations.selectors import may_use_reservation, not_yours
+from labs.selectors import ready_gpu_tops
 
 MAX_ARGS = 256
 MAX_ARG_LEN = 4096
@@ -172,9 +172,7 @@ def _check_env(env: Any, errors: dict[str, str]) -> dict[str, str]:
 
 def _check_sizes(gpus: Any, nodes: Any, errors: dict[str, str]) -> tuple[int, int]:
     gpus_n, nodes_n = _int(gpus), _int(1 if nodes is None else nodes)
-    # The highest GPU index of each ready node, in one query: how many ready nodes, and the most GPUs on one.
-    ready = Gpu.objects.filter(node__status=NodeStatus.READY)
-    tops = list(ready.values("node").annotate(top=Max("index")).order_by().values_list("top", flat=True))
+    tops = ready_gpu_tops()  # how many ready nodes, and the most GPUs on one
     most_per_node = max(tops) + 1 if tops else 0
     if gpus_n is None or gpus_n < 1:
         errors["gpus"] = _("At least 1 GPU (a whole number).")

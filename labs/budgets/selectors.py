@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from accounts.errors import NotFound
 from accounts.models import Course, User
 from accounts.more_requests_selectors import extra_budget_hours
+from accounts.prepared import Prepared
 from accounts.selectors import courses_in_term, lab_admins
 from labs.budgets.periods import Period, budget_period
 from labs.budgets.validation import parse_thresholds
@@ -150,10 +151,21 @@ def budgets_use(budgets: Iterable[Budget], *, now: dt.datetime | None = None, wi
     return [budget_use(budget, now=now, with_energy=with_energy) for budget in budgets]
 
 
-def budgets_applying(*, user: User, course: Course | None) -> QuerySet[Budget]:
-    """The budgets a new notebook or job of `user` counts against: theirs, and its course's (when it has one)."""
+def _applying(user: int, course: int | None = None) -> QuerySet[Budget]:
     scope = Q(user=user) | Q(course=course) if course is not None else Q(user=user)
     return Budget.objects.filter(scope).select_related("course", "user")
+
+
+# Every notebook start and job submission asks, with or without a course: each shape compiled once.
+_PERSONS = Prepared(_applying, user=Budget._meta.get_field("user"))
+_PERSONS_AND_COURSES = Prepared(_applying, user=Budget._meta.get_field("user"), course=Budget._meta.get_field("course"))
+
+
+def budgets_applying(*, user: User, course: Course | None) -> list[Budget]:
+    """The budgets a new notebook or job of `user` counts against: theirs, and its course's (when it has one)."""
+    if course is None:
+        return _PERSONS.objects(user.pk)
+    return _PERSONS_AND_COURSES.objects(user.pk, course.pk)
 
 
 def budgets_over(*, user: User, course: Course | None, now: dt.datetime) -> list[BudgetUse]:

@@ -21,6 +21,7 @@ from labs.ledger import (
     allocations_discard,
     is_entered,
     refs_of,
+    week_gpu_hours,
     week_gpu_hours_by_user,
     week_start,
 )
@@ -117,6 +118,10 @@ def test_open_close_and_discard_keep_history_and_run_twice_safely():
         ada.pk: Decimal("2.00"),
         sam.pk: Decimal("0.50"),
     }
+    # One person's week alone (every job submission's quota check) reads the same, by its compiled query.
+    assert week_gpu_hours(ada, now=at + dt.timedelta(hours=2)) == Decimal("2.00")
+    assert week_gpu_hours(sam, now=at + dt.timedelta(hours=2)) == Decimal("0.50")
+    assert week_gpu_hours(sam, now=at + dt.timedelta(hours=1)) == Decimal("0.25")
 
     assert allocations_discard(ref=notebook) == 1 and not is_entered(notebook)
     with pytest.raises(ValueError):
