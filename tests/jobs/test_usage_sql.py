@@ -93,7 +93,6 @@ def test_the_portals_connections_run_without_jit_and_a_connection_opened_with_it
     monkeypatch.setitem(connection.settings_dict["OPTIONS"], "options", "")
     with connection.cursor() as cursor:
         cursor.execute("SET jit = on")
-    with django_assert_num_queries(4) as queries:  # a savepoint, SET LOCAL, SHOW, its release
-        with without_jit():
-            inside = jit()
+    with django_assert_num_queries(4) as queries, without_jit():  # a savepoint, SET LOCAL, SHOW, its release
+        inside = jit()
     assert inside == "off" and any("SET LOCAL jit = off" in q["sql"] for q in queries.captured_queries)
