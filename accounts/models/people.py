@@ -81,12 +81,27 @@ class User(AbstractUser):
         # set_password() leaves the new password in _password until the save, whoever calls it: the password page,
         # the admin console, `portal_user --password`, `changepassword`. (A hash upgrade at login does not.)
         password_changed = self._password is not None
-        super().save(*args, **kwargs)
-        if password_changed:
-            # A new password ends what the old one handed out: API tokens stop working.
-            from django.utils import timezone
+        if not password_changed:
+            super().save(*args, **kwargs)
+            return
+        # A new password ends what the old one handed out: API tokens stop working, in the save's transaction, with
+        # an entry in the audit trail (who changed it: the person, an admin in the console, or the lab for a command).
+        from django.db import transaction
+        from django.utils import timezone
 
-            self.api_tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        from accounts import audit
+
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            count = self.api_tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+            if count:
+                audit.record(
+                    action="token.revoke_all",
+                    target=self,
+                    before={"live_tokens": count},
+                    after={"live_tokens": 0},
+                    reason="A new password.",
+                )
 
     def _get_session_auth_hash(self, secret=None):
         # Django ends a session whose stored hash no longer matches (it is how a new password signs out everywhere);

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from accounts import audit
 from accounts.models import AuditEntry, Quota
+from accounts.selectors import tokens_of
 from accounts.services import (
     enrollment_remove,
     enrollment_set,
@@ -137,6 +138,26 @@ def test_token_create_and_revoke(sam):
     token_revoke(user=sam, token_id=token.pk)
     revoked = only("token.revoke")
     assert revoked.before == {"revoked_at": None} and revoked.after["revoked_at"]
+
+
+@pytest.mark.parametrize("language", ["en", "pt-br"])
+def test_a_new_password_revokes_the_tokens_with_one_entry_naming_who_set_it(client, sam, language):
+    for name in ("laptop", "cluster"):
+        token_create(user=sam, name=name)
+    AuditEntry.objects.all().delete()
+    client.login(username="sam", password=PASSWORD)
+    new = "a-much-longer-passphrase-41"
+    form = {"old_password": PASSWORD, "new_password1": new, "new_password2": new}
+    response = client.post("/account/password/", form, HTTP_ACCEPT_LANGUAGE=language)
+    assert response.status_code == 302
+    entry = only("token.revoke_all")
+    assert entry.actor == sam and entry.target_id == str(sam.pk) and entry.reason == "A new password."
+    assert entry.before == {"live_tokens": 2} and entry.after == {"live_tokens": 0}
+    assert not tokens_of(sam)
+    # An admin's new password for someone without tokens left: nothing ended, nothing to record.
+    sam.set_password("yet-another-passphrase-42")
+    sam.save()
+    assert AuditEntry.objects.filter(action="token.revoke_all").count() == 1
 
 
 def test_signin_mapping(settings, sam):
