@@ -8,4 +8,4 @@ class AccountsConfig(AppConfig):
     verbose_name = gettext_lazy("People and quotas")
 
     def ready(self) -> None:
-        from accounts import checks  # noqa: F401 - the start checks of the people side's settings
+        from accounts import audit, checks  # noqa: F401 - the start checks of the people side's settings; audit's receivers

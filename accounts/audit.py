@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import models, transaction
+from django.dispatch import receiver
 from django.utils import timezone
 
 from accounts.models import AuditEntry, Course, User
+from accounts.models.people import tokens_revoked_by_password
 
 log = logging.getLogger("accounts.audit")
 
@@ -179,3 +181,16 @@ def audit_prune(*, now: dt.datetime | None = None) -> int:
     cutoff = (now or timezone.now()) - dt.timedelta(days=days)
     removed, _ = AuditEntry.objects.filter(at__lt=cutoff).delete()
     return removed
+
+
+@receiver(tokens_revoked_by_password)
+def _tokens_revoked_by_password(sender, user: User, count: int, **kwargs) -> None:
+    """A new password's revocation of the person's API tokens, by whoever set it (the person on the password page, an
+    admin in the console, the lab for a command)."""
+    record(
+        action="token.revoke_all",
+        target=user,
+        before={"live_tokens": count},
+        after={"live_tokens": 0},
+        reason="A new password.",
+    )

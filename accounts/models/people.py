@@ -11,9 +11,13 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.dispatch import Signal
 from django.utils.translation import gettext, gettext_lazy
 
 from accounts.usernames import NamedUserManager, username_taken_sentence
+
+# Sent in the transaction of a save that set a new password and revoked the person's live API tokens (user, count).
+tokens_revoked_by_password = Signal()
 
 
 class Role(models.TextChoices):
@@ -84,24 +88,16 @@ class User(AbstractUser):
         if not password_changed:
             super().save(*args, **kwargs)
             return
-        # A new password ends what the old one handed out: API tokens stop working, in the save's transaction, with
-        # an entry in the audit trail (who changed it: the person, an admin in the console, or the lab for a command).
+        # A new password ends what the old one handed out: API tokens stop working, in the save's transaction; the
+        # audit trail records it (accounts.audit receives tokens_revoked_by_password there).
         from django.db import transaction
         from django.utils import timezone
-
-        from accounts import audit
 
         with transaction.atomic():
             super().save(*args, **kwargs)
             count = self.api_tokens.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
             if count:
-                audit.record(
-                    action="token.revoke_all",
-                    target=self,
-                    before={"live_tokens": count},
-                    after={"live_tokens": 0},
-                    reason="A new password.",
-                )
+                tokens_revoked_by_password.send(sender=User, user=self, count=count)
 
     def _get_session_auth_hash(self, secret=None):
         # Django ends a session whose stored hash no longer matches (it is how a new password signs out everywhere);
