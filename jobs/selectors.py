@@ -262,7 +262,12 @@ _DECAYED_ENTRY_SQL = """share::float8 * GREATEST(
 def fair_share_entries(now: dt.datetime, half_life_s: float) -> QuerySet[Allocation]:
     """The ledger entries fair share counts: notebooks and jobs (reservations are not use) that ended within eight
     half-lives of `now` or are open."""
-    return _entries_since(now - dt.timedelta(seconds=8 * half_life_s))
+    return _entries_since(_window_start(now, half_life_s))
+
+
+def _window_start(now: dt.datetime, half_life_s: float) -> dt.datetime:
+    """Fair share counts what ended within eight half-lives of `now` (the rest weighs under 1/256)."""
+    return now - dt.timedelta(seconds=8 * half_life_s)
 
 
 def _entries_since(since: dt.datetime) -> QuerySet[Allocation]:
@@ -292,9 +297,8 @@ def decayed_usage_by_person(now: dt.datetime, half_life_s: float) -> dict[int, f
     """Decayed GPU-seconds per person (by user id) from the ledger (notebooks and jobs; reservations are not use), over
     the entries that ended within eight half-lives or are open; nobody who used nothing."""
     if connection.vendor == "postgresql":
-        since = now - dt.timedelta(seconds=8 * half_life_s)
         with without_jit():
-            totals = _DECAYED_TOTALS.rows(since, now, now.timestamp(), float(half_life_s))
+            totals = _DECAYED_TOTALS.rows(_window_start(now, half_life_s), now, now.timestamp(), float(half_life_s))
             return {user_id: total * half_life_s / LN2 for user_id, total in totals if total}
     # The embedded SQLite file: a small lab.
     rows = fair_share_entries(now, half_life_s).values_list("user_id", "starts_at", "ends_at", "share")

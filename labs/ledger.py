@@ -249,12 +249,7 @@ def _gpu_hours_by(
     if key == "user_id" and where is None and len(ids) == 1:
         rows = _HELD_PER_SHARE_OF_ONE.rows(ids[0], start, end)
     else:
-        overlapping = (
-            Allocation.objects.filter(where or Q(), **{f"{key}__in": ids}, starts_at__lt=end)
-            .exclude(ends_at__lte=start)
-            .exclude(kind=AllocationKind.RESERVATION)
-        )
-        rows = overlapping.values(key, "share").annotate(held=Sum(_held(start, end)))
+        rows = _held_per_share(key, ids, start=start, end=end, where=where)
     totals: dict[int, Decimal] = dict.fromkeys(ids, Decimal(0))
     for row in rows:
         if row["held"]:
@@ -262,19 +257,22 @@ def _gpu_hours_by(
     return {pk: total.quantize(Decimal("0.01")) for pk, total in totals.items()}
 
 
-def _held_per_share_of_one(user: int, start: dt.datetime, end: dt.datetime) -> QuerySet:
+def _held_per_share(
+    key: str, ids: list[int], *, start: dt.datetime, end: dt.datetime, where: Q | None = None
+) -> QuerySet:
+    """Per value of `key` among `ids` and per share, the time notebooks and jobs held within [start, end)."""
     overlapping = (
-        Allocation.objects.filter(user_id__in=[user], starts_at__lt=end)
+        Allocation.objects.filter(where or Q(), **{f"{key}__in": ids}, starts_at__lt=end)
         .exclude(ends_at__lte=start)
         .exclude(kind=AllocationKind.RESERVATION)
     )
-    return overlapping.values("user_id", "share").annotate(held=Sum(_held(start, end)))
+    return overlapping.values(key, "share").annotate(held=Sum(_held(start, end)))
 
 
-# One person's week (every job submission and dry run, the notebook start): `_gpu_hours_by`'s query for one id,
+# One person's week (every job submission and dry run, the notebook start): `_held_per_share` for one person,
 # compiled once (accounts.prepared).
 _HELD_PER_SHARE_OF_ONE = Prepared(
-    _held_per_share_of_one,
+    lambda user, start, end: _held_per_share("user_id", [user], start=start, end=end),
     user=Allocation._meta.get_field("user"),
     start=Allocation._meta.get_field("ends_at"),
     end=Allocation._meta.get_field("starts_at"),
