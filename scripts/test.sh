@@ -63,4 +63,4 @@ exec python -m pytest --ds=tests.settings_sqlite "$@" \
   tests/notebooks/test_notebooks.py \
   tests/labs/budgets/test_alerts.py tests/labs/budgets/test_block.py \
   tests/labs/usage/test_accounting.py tests/labs/usage/test_api.py tests/labs/usage/test_efficiency.py \
-  tests/portal/test_prepared.py tests/portal/test_quotas_many.py
+  tests/labs/usage/test_daysums.py tests/portal/test_prepared.py tests/portal/test_quotas_many.py

@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
 from labs.models import Allocation, UsageDay, UsageDayCourse
@@ -211,16 +211,44 @@ def repair(first: dt.date, last: dt.date, *, dry_run: bool = False) -> dict[dt.d
 # --- Read by the day reports -----------------------------------------------------------------------------------------
 
 
+def _summed(first: dt.date, last: dt.date, *, per_person: bool, kinds: Iterable[str], user_id: int | None,
+            course_id: int | None) -> QuerySet:  # fmt: skip
+    """The sums' rows of the days first..last (both included), of these kinds, of one person or course or all."""
+    rows = UsageDay.objects.all() if per_person or user_id is not None else UsageDayCourse.objects.all()
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    if course_id is not None:
+        rows = rows.filter(course_key=course_id)
+    return rows.filter(day__gte=first, day__lte=last, kind__in=list(kinds)).order_by()
+
+
 def day_seconds(
     first: dt.date, last: dt.date, *, kinds: Iterable[str], user_id: int | None = None, course_id: int | None = None
 ) -> dict[dt.date, float]:
     """GPU-seconds of closed entries per day first..last (both included), of these kinds, of one person or course."""
-    rows = UsageDay.objects.filter(user_id=user_id) if user_id is not None else UsageDayCourse.objects.all()
-    if course_id is not None:
-        rows = rows.filter(course_key=course_id)
-    rows = rows.filter(day__gte=first, day__lte=last, kind__in=list(kinds))
-    per_day = rows.order_by().values("day").annotate(held=Sum("share_us")).values_list("day", "held")
+    rows = _summed(first, last, per_person=False, kinds=kinds, user_id=user_id, course_id=course_id)
+    per_day = rows.values("day").annotate(held=Sum("share_us")).values_list("day", "held")
     return {day: int(held) / UNIT for day, held in per_day}
+
+
+KEY_COLUMNS = {"user": "user_id", "course": "course_key", "kind": "kind"}
+
+
+def key_seconds(
+    first: dt.date,
+    last: dt.date,
+    group_by: str,
+    *,
+    kinds: Iterable[str],
+    user_id: int | None = None,
+    course_id: int | None = None,
+) -> dict[int | str, float]:
+    """GPU-seconds of closed entries over the days first..last (both included) per person (id), course (id, 0 for
+    none) or kind, of these kinds, of one person or course; no key whose time is nil."""
+    column = KEY_COLUMNS[group_by]
+    rows = _summed(first, last, per_person=group_by == "user", kinds=kinds, user_id=user_id, course_id=course_id)
+    per_key = rows.values(column).annotate(held=Sum("share_us")).values_list(column, "held")
+    return {key: int(held) / UNIT for key, held in per_key if held}
 
 
 # --- One entry saved or deleted (the model's signals, connected in labs.apps) -------------------------------------

@@ -98,10 +98,13 @@ def _summed_holders(scope: Scope, kinds: tuple[str, ...]) -> dayreport.Holders |
 
 def usage_report(scope: Scope, window: Period, group_by: str, *, kinds: tuple[str, ...] = USE_KINDS) -> list[UsageRow]:
     allocations = allocations_in_scope(scope, kinds=kinds)
-    holders = _summed_holders(scope, kinds) if group_by in accounting.TIME_GROUPS else None
-    if holders is not None:
+    summed = group_by in accounting.TIME_GROUPS or group_by in dayreport.SUMMED_KEYS
+    holders = _summed_holders(scope, kinds) if summed else None
+    if holders is None:
+        return accounting.usage(allocations, window, group_by)
+    if group_by in accounting.TIME_GROUPS:
         return dayreport.by_time(allocations, holders, window, group_by)
-    return accounting.usage(allocations, window, group_by)
+    return dayreport.by_key(allocations, holders, window, group_by)
 
 
 def usage_entries(scope: Scope, window: Period, *, kinds: tuple[str, ...] = USE_KINDS):

@@ -199,8 +199,11 @@ def test_bench_usage(tmp_path):
         report = figures["reports"][group]
         assert report["rows"] > 0 and 0 < report["p50_ms"] <= report["p95_ms"]
     assert figures["reports"]["day"]["rows"] == 181  # 1 February to 31 July
-    # The day report from the day sums beside the ledger says what the ledger alone says, to the second.
+    # The reports from the day sums beside the ledger say what the ledger alone says, to the second.
     assert figures["reports"]["day (ledger only, before)"]["rows"] == 181 and figures["day_sums_agree"] is True
+    assert figures["sums_agree"] == {"course": True, "user": True, "day": True}
+    for group in ("course", "user"):
+        assert figures["reports"][f"{group} (ledger only, before)"]["rows"] == figures["reports"][group]["rows"]
     assert figures["day_sums"]["per_person"] > 0 and figures["day_sums"]["per_course"] > 0
     # The fair-share read of every pass: PostgreSQL's sum per person is the policy's rule summed in Python.
     fair = figures["fair_share"]

@@ -6,8 +6,8 @@ fills it fast (generate_series in one INSERT each) with a year of ledger entries
 per entry. Then, in a `manage.py shell` on that database, as the portal reads it (labs.usage.selectors):
 
 - the admin's lab report for one term (February to July) grouped by course, by user and by day (from the day sums
-  beside the ledger, filled as the migration fills them), and by day from the ledger alone as it was before those
-  sums (and whether the two agree to the second): p50/p95 of --runs;
+  beside the ledger, filled as the migration fills them), and each from the ledger alone as it was before those
+  sums (and whether they agree to the second): p50/p95 of --runs;
 - the CSV export of every entry of the term as the API serves it on PostgreSQL (the header, then the chunks of
   `COPY (...) TO STDOUT`, labs.usage.accounting.entries_copy): first data byte, rows/s, and the process's RSS before
   and at its peak (constant memory: the peak does not grow with the rows);
@@ -123,11 +123,12 @@ def rss_mb():
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
 def ledger_only(group):
-    # The day report as it was before the day sums: every entry of the term cut at midnight (the 'before').
-    return accounting.by_time(allocations_in_scope(scope), window, "day")
+    # The report as it was before the day sums: every entry of the term read (and, by day, cut at midnight).
+    return accounting.usage(allocations_in_scope(scope), window, group)
 
 out = {"reports": {}}
 for name, report in (("course", usage_report), ("user", usage_report), ("day", usage_report),
+                     ("course (ledger only, before)", ledger_only), ("user (ledger only, before)", ledger_only),
                      ("day (ledger only, before)", ledger_only)):
     group = name.split()[0]
     rows = report(scope, window, group) if report is usage_report else report(group)  # warm
@@ -139,10 +140,13 @@ for name, report in (("course", usage_report), ("user", usage_report), ("day", u
     times.sort()
     out["reports"][name] = {"rows": len(rows), "p50_ms": round(statistics.median(times), 1),
                             "p95_ms": round(times[max(0, int(0.95 * len(times) + 0.999) - 1)], 1)}
-day_rows = {r.key: r.gpu_seconds for r in usage_report(scope, window, "day")}
-before_rows = {r.key: r.gpu_seconds for r in ledger_only("day")}
-out["day_sums_agree"] = day_rows.keys() == before_rows.keys() and all(
-    abs(day_rows[k] - before_rows[k]) < 1e-3 for k in day_rows)
+out["sums_agree"] = {}
+for group in ("course", "user", "day"):
+    summed_rows = {r.key: r.gpu_seconds for r in usage_report(scope, window, group)}
+    before_rows = {r.key: r.gpu_seconds for r in ledger_only(group)}
+    out["sums_agree"][group] = summed_rows.keys() == before_rows.keys() and all(
+        abs(summed_rows[k] - before_rows[k]) < 1e-3 for k in summed_rows)
+out["day_sums_agree"] = all(out["sums_agree"].values())
 
 from jobs.conf import policy_config
 from jobs.policy import decayed_usage
@@ -201,12 +205,18 @@ if plans:
     for group in ("course", "user"):
         field = accounting.KEY_GROUPS[group]
         query = accounting.in_window(use, window).order_by().values(field).annotate(held=accounting._weighted(window))
-        explain(group, *query.query.sql_with_params())
+        explain(f"{group} (ledger only, before)", *query.query.sql_with_params())
     explain("day (ledger only, before)", *accounting.buckets_sql(use, window, accounting.bucket_edges(window, "day")))
     from labs.models import UsageDayCourse
     sums = (UsageDayCourse.objects.filter(day__gte="2026-02-01", day__lte="2026-07-31", kind__in=["notebook", "job"])
             .order_by().values("day").annotate(held=Sum("share_us")).values_list("day", "held"))
     explain("day sums", *sums.query.sql_with_params())
+    from labs.usage import daysums
+    for group in ("course", "user"):
+        column = daysums.KEY_COLUMNS[group]
+        rows = daysums._summed(dt.date(2026, 2, 1), dt.date(2026, 7, 31), per_person=group == "user",
+                               kinds=["notebook", "job"], user_id=None, course_id=None)
+        explain(f"{group} sums", *rows.values(column).annotate(held=Sum("share_us")).query.sql_with_params())
     explain("day: open entries", *accounting.in_window(use.filter(ends_at__isnull=True), window).order_by()
             .values_list("starts_at", "ends_at", "share").query.sql_with_params())
     inside = use.filter(starts_at__gte=window.start, starts_at__lt=window.until)
@@ -253,8 +263,8 @@ class Command(BaseCommand):
         self.stdout.write(f"{figures['allocations']} ledger entries filled in {fill_s} s")
         sums = figures["day_sums"]
         self.stdout.write(f"day sums: {sums['per_person']} rows per person, {sums['per_course']} per course, filled "
-                          f"in {sums['fill_s']} s; the day report agrees with the ledger-only one to the second: "
-                          f"{'yes' if figures['day_sums_agree'] else 'NO'}")  # fmt: skip
+                          f"in {sums['fill_s']} s; the reports by course, user and day agree with the ledger-only ones "
+                          f"to the second: {'yes' if figures['day_sums_agree'] else 'NO'}")  # fmt: skip
         for group, report in figures["reports"].items():
             self.stdout.write(f"lab report by {group}: {report['rows']} rows, p50 {report['p50_ms']} ms, "
                               f"p95 {report['p95_ms']} ms")  # fmt: skip

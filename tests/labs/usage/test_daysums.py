@@ -1,6 +1,7 @@
-"""The day reports from the partial sums beside the ledger give the ledger's own figures to the second: over
-midnights and the DST nights of the lab's zone, with open entries, ragged window edges, entries closed by the
-reconciler and history corrected after the close; check_ledger names a tampered sum and the reconciler rewrites it."""
+"""The day reports, and the reports by person, course and kind, from the partial sums beside the ledger give the
+ledger's own figures to the second: over midnights and the DST nights of the lab's zone, with open entries, ragged
+window edges, entries closed by the reconciler and history corrected after the close; check_ledger names a tampered
+sum and the reconciler rewrites it."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def fill(now: dt.datetime, seed: int) -> dict:
 
 def old_report(scope: Scope, window: Period, unit: str) -> dict[str, float]:
     """The ledger-only computation the reports had before the sums."""
-    return {row.key: row.gpu_seconds for row in accounting.by_time(allocations_in_scope(scope), window, unit)}
+    return {row.key: row.gpu_seconds for row in accounting.usage(allocations_in_scope(scope), window, unit)}
 
 
 def report(scope: Scope, window: Period, unit: str) -> dict[str, float]:
@@ -85,12 +86,18 @@ def windows(now: dt.datetime) -> list[Period]:
     ]
 
 
+def same(expected):
+    """To the second: a millisecond, or a hundred-millionth of a large sum (SQLite's ledger-only read sums seconds
+    from julianday(), whose float keeps tens of microseconds of each entry; the sums are exact integers)."""
+    return pytest.approx(expected, abs=1e-3, rel=1e-8)
+
+
 def assert_same(scopes: list[Scope], now: dt.datetime) -> None:
     for scope in scopes:
         for window in windows(now):
-            for unit in ("day", "week", "month"):
+            for unit in ("day", "week", "month", "user", "course", "kind"):
                 expected = old_report(scope, window, unit)
-                assert report(scope, window, unit) == pytest.approx(expected, abs=1e-3), (scope, window, unit)
+                assert report(scope, window, unit) == same(expected), (scope, window, unit)
 
 
 @pytest.mark.parametrize(("now", "seed"), [(SPRING, 1), (SPRING, 2), (AUTUMN, 3)])
@@ -147,6 +154,22 @@ def test_saving_and_deleting_entries_one_by_one_keeps_the_sums():
     assert sum(UsageDay.objects.values_list("share_us", flat=True)) == 500 * 3600 * 10**6
     entry.delete()
     assert set(UsageDay.objects.values_list("share_us", flat=True)) == {0}
+
+
+def test_the_reports_by_person_and_course_list_what_the_ledger_lists_in_its_order_a_deleted_course_as_none():
+    found = fill(AUTUMN, 5)
+    admin = found["admin"]
+    window = Period(start=AUTUMN - dt.timedelta(days=6, hours=3), end=AUTUMN, now=AUTUMN)
+    for group_by in ("user", "course"):
+        rows = usage_report(Scope(viewer=admin), window, group_by)
+        expected = accounting.usage(allocations_in_scope(Scope(viewer=admin)), window, group_by)
+        assert [row.key for row in rows] == [row.key for row in expected] and len(rows) > 2
+        assert [row.gpu_seconds for row in rows] == same([row.gpu_seconds for row in expected])
+    # A course deleted: its entries say no course (SET_NULL), and so does the report, though its sums keep its id.
+    found["course"].delete()
+    rows = {row.key: row.gpu_seconds for row in usage_report(Scope(viewer=admin), window, "course")}
+    assert "DL-101" not in rows and "(no course)" in rows
+    assert rows == same(old_report(Scope(viewer=admin), window, "course"))
 
 
 def run_check(*args) -> tuple[int, str]:
