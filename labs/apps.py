@@ -8,6 +8,7 @@ class LabsConfig(AppConfig):
     verbose_name = gettext_lazy("The lab")
 
     def ready(self) -> None:
+        from accounts.models import Course
         from labs import reconcile  # noqa: F401 - the ledger's reconcile steps
         from labs.budgets import checks as budgets_checks  # noqa: F401 - the start checks of the lab's settings
         from labs.budgets.receivers import on_holders_closed as budgets_on_holders_closed
@@ -25,6 +26,7 @@ class LabsConfig(AppConfig):
         pre_save.connect(daysums.before_save, sender=Allocation, dispatch_uid="labs.daysums_before_save")
         post_save.connect(daysums.after_save, sender=Allocation, dispatch_uid="labs.daysums_after_save")
         post_delete.connect(daysums.after_delete, sender=Allocation, dispatch_uid="labs.daysums_after_delete")
+        post_delete.connect(daysums.course_deleted, sender=Course, dispatch_uid="labs.daysums_course_deleted")
         # Every page's banners are kept in the cache until one of these is written (labs.maintenance.selectors).
         for model in (Announcement, Maintenance):
             post_save.connect(banners_changed, sender=model, dispatch_uid=f"labs.banners_on_save_{model.__name__}")

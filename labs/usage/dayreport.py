@@ -84,7 +84,8 @@ def _named(group_by: str, seconds: dict) -> dict[str, float]:
     if group_by == "user":
         names = dict(User.objects.filter(pk__in=list(seconds)).values_list("pk", "username"))
     elif group_by == "course":
-        # A course deleted since keeps its id in the sums; the ledger's entries then say no course (SET_NULL).
+        # The sums move a deleted course's time to 0 in its delete's transaction; one deleted between these two
+        # reads is named as its entries now are.
         codes = dict(Course.objects.filter(pk__in=list(seconds)).values_list("pk", "code"))
         names = {key: codes.get(key, NO_COURSE) for key in seconds}
     else:

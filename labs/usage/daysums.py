@@ -4,7 +4,8 @@ cutting a million entries at midnight (bench/USAGE_PLANS.md, section 5).
 
 - Kept in the same transaction as the ledger's write: `labs.ledger.allocations_close` adds what it closed
   (`add_closed`); an entry saved or deleted one by one (the admin, the tests' fixtures) is added or taken back by the
-  model's signals (`labs.apps`). Open entries are never in the sums: the reports read them from the ledger.
+  model's signals (`labs.apps`); a course deleted moves its time to no course, as its entries do
+  (`course_deleted`). Open entries are never in the sums: the reports read them from the ledger.
 - Exact: share × 1000 × microseconds, an integer, so a sum kept step by step equals one recomputed from the ledger
   bit for bit, and `disagreements` needs no tolerance.
 - Checked and repaired: `recompute` gives the sums of days from the ledger (one SQL statement on PostgreSQL, the
@@ -211,8 +212,9 @@ def repair(first: dt.date, last: dt.date, *, dry_run: bool = False) -> dict[dt.d
 # --- Read by the day reports -----------------------------------------------------------------------------------------
 
 
-def _summed(first: dt.date, last: dt.date, *, per_person: bool, kinds: Iterable[str], user_id: int | None,
-            course_id: int | None) -> QuerySet:  # fmt: skip
+def _summed(
+    first: dt.date, last: dt.date, *, per_person: bool, kinds: Iterable[str], user_id: int | None, course_id: int | None
+) -> QuerySet:
     """The sums' rows of the days first..last (both included), of these kinds, of one person or course or all."""
     rows = UsageDay.objects.all() if per_person or user_id is not None else UsageDayCourse.objects.all()
     if user_id is not None:
@@ -272,3 +274,24 @@ def after_save(sender, instance: Allocation, raw: bool = False, **kwargs) -> Non
 def after_delete(sender, instance: Allocation, **kwargs) -> None:
     if instance.ends_at is not None:
         take_back([_entry(instance)])
+
+
+# A course deleted: its rows added to course 0's, then removed (each statement names its table: no SQL is built).
+_COURSE_GONE_SQL = (
+    "INSERT INTO labs_usageday (day, user_id, course_key, kind, share_us)"
+    " SELECT day, user_id, 0, kind, share_us FROM labs_usageday WHERE course_key = %s"
+    " ON CONFLICT (day, user_id, course_key, kind) DO UPDATE SET share_us = labs_usageday.share_us + EXCLUDED.share_us",
+    "DELETE FROM labs_usageday WHERE course_key = %s",
+    "INSERT INTO labs_usagedaycourse (day, course_key, kind, share_us)"
+    " SELECT day, 0, kind, share_us FROM labs_usagedaycourse WHERE course_key = %s"
+    " ON CONFLICT (day, course_key, kind) DO UPDATE SET share_us = labs_usagedaycourse.share_us + EXCLUDED.share_us",
+    "DELETE FROM labs_usagedaycourse WHERE course_key = %s",
+)
+
+
+def course_deleted(sender, instance, **kwargs) -> None:
+    """A course deleted: its ledger entries now say no course (`SET_NULL`, in the same transaction), and so do the
+    sums."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql in _COURSE_GONE_SQL:
+            cursor.execute(sql, [instance.pk])
